@@ -1,0 +1,82 @@
+"""Developer and CI sessions: a bare ``nox`` runs every gate; ``nox -s bench`` runs the benchmark."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.error_on_external_run = True
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "typecheck", "contract", "tests", "conformance", "fuzz"]
+
+PYTHON = "3.11"
+CONSTRAINTS = ("-c", "constraints.txt")
+
+
+def _install_project(session: nox.Session) -> None:
+    """Install the built package (not editable: tests exercise what users get) plus dev tools."""
+    session.install(*CONSTRAINTS, ".[dev]")
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Ruff lint and format check."""
+    session.install(*CONSTRAINTS, "ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over src, generated, harness, tests."""
+    _install_project(session)
+    session.run("mypy")
+
+
+@nox.session(python=PYTHON)
+def contract(session: nox.Session) -> None:
+    """Schemas valid against 2020-12, generated models not drifted, no unversioned breaking change."""
+    _install_project(session)
+    session.run("python", "-m", "harness.contract", "check", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def codegen(session: nox.Session) -> None:
+    """Regenerate generated/ from schemas/ (run after editing a schema)."""
+    _install_project(session)
+    session.run("python", "-m", "harness.contract", "generate")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Unit, integration and end-to-end tests (spawned server, payment stub)."""
+    _install_project(session)
+    session.run("pytest", "-m", "not conformance and not fuzz", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def conformance(session: nox.Session) -> None:
+    """Official MCP conformance suite (Node) against a spawned server behind the stamping proxy."""
+    _install_project(session)
+    session.run("pytest", "-m", "conformance", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """Schemathesis + Hypothesis against POST /mcp; database invariants afterwards."""
+    _install_project(session)
+    session.run("pytest", "-m", "fuzz", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmark against a floor server; prints figures and ratios, writes a JSON report."""
+    _install_project(session)
+    session.run("python", "-m", "harness.bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """Run the end-to-end demo against a spawned server and a payment stub."""
+    _install_project(session)
+    session.run("expert-booking-mcp", "demo")

@@ -1,0 +1,1 @@
+"""The booking domain: entities, pure rules and errors. Imports no framework."""

@@ -1,0 +1,42 @@
+"""Opaque pagination cursors bound to the query that produced them."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Any
+
+from expert_booking.domain.errors import InvalidCursorError
+
+
+def query_binding(query: dict[str, Any]) -> str:
+    """A short digest of the query's filters; a cursor only works with the same filters."""
+    canonical = json.dumps(query, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def encode_cursor(offset: int, binding: str) -> str:
+    """Opaque, URL-safe token for the page starting at ``offset``."""
+    raw = json.dumps({"o": offset, "q": binding}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(token: str, binding: str) -> int:
+    """The offset stored in ``token``.
+
+    Raises:
+        InvalidCursorError: the token is malformed or was issued for another query.
+    """
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        doc = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    except (ValueError, UnicodeError, binascii.Error) as exc:
+        raise InvalidCursorError from exc
+    if not isinstance(doc, dict) or doc.get("q") != binding:
+        raise InvalidCursorError
+    offset = doc.get("o")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise InvalidCursorError
+    return offset

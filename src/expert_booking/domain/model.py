@@ -1,0 +1,200 @@
+"""Entities and value objects of the booking domain (frozen, framework-free)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+class BookingStatus(StrEnum):
+    """Lifecycle of a booking (see NOTES.md, state machine)."""
+
+    HELD = "HELD"
+    CONFIRMED = "CONFIRMED"
+    EXPIRED = "EXPIRED"
+    PAYMENT_FAILED = "PAYMENT_FAILED"
+    PAYMENT_CLOSED = "PAYMENT_CLOSED"
+
+
+class PaymentStatus(StrEnum):
+    """Local view of the payment; the server only ever moves PENDING to one final value."""
+
+    PENDING = "PENDING"
+    PAID = "PAID"
+    FAILED = "FAILED"
+    CLOSED = "CLOSED"
+
+
+ACTIVE_STATUSES = frozenset({BookingStatus.HELD, BookingStatus.CONFIRMED})
+
+
+def format_instant(value: datetime) -> str:
+    """Render an aware datetime as RFC 3339 UTC with milliseconds (``...T02:00:00.000Z``)."""
+    if value.tzinfo is None:
+        msg = "naive datetime"
+        raise ValueError(msg)
+    utc = value.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_instant(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp (``Z`` or offset) into an aware UTC datetime."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if parsed.tzinfo is None:
+        msg = "timestamp without offset"
+        raise ValueError(msg)
+    return parsed.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Money:
+    """An exact amount as a two-decimal string (``"500.00"``) and an ISO 4217 code.
+
+    Amounts are compared and shown, never computed on, so the exact wire string is kept:
+    ``"500.0"`` from a payment service does not match ``"500.00"``.
+    """
+
+    amount: str
+    currency: str
+
+
+@dataclass(frozen=True, slots=True)
+class Expert:
+    expert_id: str
+    name: str
+    specialty: str
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A bookable time slot of one expert, joined with the expert's public data."""
+
+    slot_id: str
+    expert_id: str
+    expert_name: str
+    specialty: str
+    starts_at: datetime
+    ends_at: datetime
+    price: Money
+
+
+@dataclass(frozen=True, slots=True)
+class Customer:
+    """Customer data exactly as the caller sent it (never normalised, never logged)."""
+
+    name: str
+    email: str
+    phone: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    """Local record of the external payment; ``query_id`` is the booking id."""
+
+    query_id: str
+    status: PaymentStatus
+    price: Money
+    paid_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentAnswer:
+    """A well-formed answer of the payment service (shape checked, match not yet checked)."""
+
+    booking_id: str
+    status: str
+    amount: str
+    currency: str
+    paid_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """The six fields a person approves (canonical intent v1, CONTRACT section 3)."""
+
+    booking_id: str
+    slot_id: str
+    starts_at: str
+    amount: str
+    currency: str
+    version: int
+
+    def canonical_bytes(self) -> bytes:
+        """UTF-8 JSON, keys sorted, no whitespace."""
+        doc = {
+            "amount": self.amount,
+            "bookingId": self.booking_id,
+            "currency": self.currency,
+            "slotId": self.slot_id,
+            "startsAt": self.starts_at,
+            "version": self.version,
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def digest(self) -> str:
+        """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""
+        return "sha256:" + hashlib.sha256(self.canonical_bytes()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationIntent:
+    intent: Intent
+    intent_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class HumanApproval:
+    """What the host sends after a person approved (or rejected) an exact intent."""
+
+    approval_id: str
+    decision: str
+    approved_at: datetime
+    intent: Intent
+    intent_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Booking:
+    """A booking of one slot by one customer; ``version`` grows with every state change."""
+
+    booking_id: str
+    slot_id: str
+    expert_id: str
+    starts_at: datetime
+    ends_at: datetime
+    customer: Customer
+    status: BookingStatus
+    version: int
+    held_at: datetime
+    expires_at: datetime
+    confirmed_at: datetime | None
+    payment_page_url: str
+    payment: Payment
+
+    @property
+    def intent(self) -> Intent:
+        """The intent a person must approve for the booking as it is now."""
+        return Intent(
+            booking_id=self.booking_id,
+            slot_id=self.slot_id,
+            starts_at=format_instant(self.starts_at),
+            amount=self.payment.price.amount,
+            currency=self.payment.price.currency,
+            version=self.version,
+        )
+
+    @property
+    def confirmation_intent(self) -> ConfirmationIntent | None:
+        """Issued only while HELD with payment PENDING; ``None`` once anything is final."""
+        if self.status is BookingStatus.HELD and self.payment.status is PaymentStatus.PENDING:
+            intent = self.intent
+            return ConfirmationIntent(intent=intent, intent_hash=intent.digest())
+        return None
+
+    def is_overdue(self, now: datetime) -> bool:
+        """A hold whose ``expires_at`` has been reached must be released."""
+        return self.status is BookingStatus.HELD and now >= self.expires_at

@@ -1,0 +1,136 @@
+"""Pure booking rules: approval checks and the payment transition. Time comes in as ``now``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from expert_booking.domain.errors import (
+    ApprovalIntentHashMismatchError,
+    ApprovalIntentMismatchError,
+    HumanApprovalExpiredError,
+    HumanApprovalRejectedError,
+    HumanApprovalRequiredError,
+    PaymentClosedError,
+    PaymentFailedError,
+    PaymentMismatchError,
+    PaymentPendingError,
+)
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    HumanApproval,
+    Payment,
+    PaymentAnswer,
+    PaymentStatus,
+    format_instant,
+)
+
+
+def check_approval(
+    approval: HumanApproval | None,
+    booking: Booking,
+    *,
+    now: datetime,
+    ttl: timedelta,
+    skew: timedelta,
+) -> None:
+    """Refuse unless a person approved exactly this booking, recently.
+
+    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), hash, six fields.
+
+    Raises:
+        HumanApprovalRequiredError, HumanApprovalRejectedError, HumanApprovalExpiredError,
+        ApprovalIntentHashMismatchError, ApprovalIntentMismatchError.
+    """
+    if approval is None:
+        raise HumanApprovalRequiredError(bookingId=booking.booking_id)
+    if approval.decision != "APPROVE":
+        raise HumanApprovalRejectedError(bookingId=booking.booking_id)
+    if approval.approved_at > now + skew:
+        raise HumanApprovalExpiredError(
+            "The approval is dated in the future.", bookingId=booking.booking_id, reason="FUTURE"
+        )
+    if now - approval.approved_at > ttl + skew:
+        raise HumanApprovalExpiredError(
+            "The approval is older than the approval lifetime.",
+            bookingId=booking.booking_id,
+            reason="STALE",
+            approvalTtlSeconds=int(ttl.total_seconds()),
+        )
+    if approval.intent.digest() != approval.intent_hash:
+        raise ApprovalIntentHashMismatchError(bookingId=booking.booking_id)
+    current = booking.intent
+    if approval.intent != current:
+        fields = [
+            name
+            for name in ("booking_id", "slot_id", "starts_at", "amount", "currency", "version")
+            if getattr(approval.intent, name) != getattr(current, name)
+        ]
+        raise ApprovalIntentMismatchError(
+            bookingId=booking.booking_id, fields=[_camel(name) for name in fields]
+        )
+
+
+def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> Booking:
+    """Return the booking after a payment answer, or raise when it must not change.
+
+    FAILED/CLOSED produce a released booking that the caller commits, then reports with
+    :func:`payment_refusal`; PAID with an exact match produces the CONFIRMED booking.
+
+    Raises:
+        PaymentMismatchError: another booking, amount or currency, or PAID without ``paidAt``.
+        PaymentPendingError: the payment is still PENDING (nothing changes).
+    """
+    price = booking.payment.price
+    mismatched = [
+        field
+        for field, ok in (
+            ("bookingId", answer.booking_id == booking.booking_id),
+            ("amount", answer.amount == price.amount),
+            ("currency", answer.currency == price.currency),
+            ("paidAt", answer.status != PaymentStatus.PAID or answer.paid_at is not None),
+            ("status", answer.status in PaymentStatus.__members__),
+        )
+        if not ok
+    ]
+    if mismatched:
+        raise PaymentMismatchError(bookingId=booking.booking_id, fields=mismatched)
+    status = PaymentStatus(answer.status)
+    if status is PaymentStatus.PENDING:
+        raise PaymentPendingError(
+            bookingId=booking.booking_id,
+            expiresAt=format_instant(booking.expires_at),
+            booking=booking,
+        )
+    final = {
+        PaymentStatus.PAID: BookingStatus.CONFIRMED,
+        PaymentStatus.FAILED: BookingStatus.PAYMENT_FAILED,
+        PaymentStatus.CLOSED: BookingStatus.PAYMENT_CLOSED,
+    }[status]
+    return replace(
+        booking,
+        status=final,
+        version=booking.version + 1,
+        confirmed_at=now if final is BookingStatus.CONFIRMED else None,
+        payment=Payment(
+            query_id=booking.payment.query_id,
+            status=status,
+            price=price,
+            paid_at=answer.paid_at if status is PaymentStatus.PAID else None,
+        ),
+    )
+
+
+def payment_refusal(booking: Booking) -> PaymentFailedError | PaymentClosedError | None:
+    """The error that reports a committed FAILED/CLOSED outcome, or ``None`` when confirmed."""
+    if booking.status is BookingStatus.PAYMENT_FAILED:
+        return PaymentFailedError(bookingId=booking.booking_id, booking=booking)
+    if booking.status is BookingStatus.PAYMENT_CLOSED:
+        return PaymentClosedError(bookingId=booking.booking_id, booking=booking)
+    return None
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

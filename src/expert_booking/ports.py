@@ -1,0 +1,117 @@
+"""Ports: what the use cases need from the outside world (clock, payment service, store)."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from expert_booking.domain.model import Booking, PaymentAnswer, Slot
+
+
+class Clock(Protocol):
+    """The only reader of the wall clock."""
+
+    def now(self) -> datetime:
+        """Return the current instant as an aware UTC datetime."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TraceContext:
+    """W3C trace context of the current action: 32-hex trace id, 16-hex span id."""
+
+    trace_id: str
+    span_id: str
+
+    @property
+    def traceparent(self) -> str:
+        return f"00-{self.trace_id}-{self.span_id}-01"
+
+
+class PaymentQueryPort(Protocol):
+    """Read-only payment status service (CONTRACT section 4)."""
+
+    async def query_payment(self, booking_id: str, trace: TraceContext) -> PaymentAnswer:
+        """Return the payment's current state.
+
+        Raises:
+            PaymentUnavailableError: timeout, connection error, non-200 or malformed body.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SlotQuery:
+    """Filters of a slot search; ``text`` matches expert name, specialty and keywords."""
+
+    text: str
+    specialty: str | None
+    starts_after: datetime | None
+    starts_before: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    """The committed outcome of one idempotent request (stored with the change it describes)."""
+
+    scope: str
+    key: str
+    fingerprint: str
+    booking: Booking
+    error_code: str | None
+
+
+class Transaction(Protocol):
+    """Operations available inside one store transaction (all or nothing)."""
+
+    async def release_overdue(self, now: datetime) -> int:
+        """Mark HELD bookings with ``expires_at <= now`` EXPIRED (version + 1); return count."""
+        ...
+
+    async def next_hold_expiry(self) -> datetime | None:
+        """The earliest ``expires_at`` of a HELD booking, if any."""
+        ...
+
+    async def search_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> tuple[list[Slot], int]:
+        """Free slots (no active booking, starting after ``now``) by start time; page and total."""
+        ...
+
+    async def get_slot(self, slot_id: str) -> Slot | None: ...
+
+    async def get_booking(self, booking_id: str) -> Booking | None: ...
+
+    async def insert_booking(self, booking: Booking) -> None:
+        """Insert a new booking.
+
+        Raises:
+            SlotUnavailableError: the slot already has an active booking.
+        """
+        ...
+
+    async def update_booking(self, booking: Booking, expected_version: int) -> None:
+        """Replace the stored booking if its stored version is ``expected_version``.
+
+        Raises:
+            VersionConflictError: the stored version differs.
+        """
+        ...
+
+    async def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None: ...
+
+    async def put_idempotency(self, record: IdempotencyRecord) -> None: ...
+
+
+class BookingStore(Protocol):
+    """A transactional store; a second engine (PostgreSQL) implements the same port."""
+
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        """Open a write transaction; commit on normal exit, roll back on any exception.
+
+        Raises:
+            StorageBusyError: the store stayed locked past its busy timeout.
+        """
+        ...

@@ -1,0 +1,361 @@
+"""Use cases of the booking core: search, hold, confirm, get. Framework-free.
+
+Every use case reads the clock once per transaction, releases overdue holds inside the same
+transaction before it reads or writes, and commits idempotency records with the change they
+describe. The payment query runs between two transactions, never while holding the store lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
+from expert_booking.domain.errors import (
+    BookingError,
+    BookingExpiredError,
+    BookingNotFoundError,
+    IdempotencyConflictError,
+    InvalidStateError,
+    SlotNotFoundError,
+    SlotUnavailableError,
+    VersionConflictError,
+)
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    HumanApproval,
+    Payment,
+    PaymentStatus,
+    Slot,
+    format_instant,
+)
+from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
+from expert_booking.ports import (
+    BookingStore,
+    Clock,
+    IdempotencyRecord,
+    PaymentQueryPort,
+    SlotQuery,
+    TraceContext,
+    Transaction,
+)
+from expert_booking.slot_cache import SlotSearchCache
+
+logger = logging.getLogger("expert_booking.services")
+
+HOLD_SCOPE = "booking.hold_slot"
+CONFIRM_SCOPE = "booking.confirm_booking"
+
+
+@dataclass(frozen=True, slots=True)
+class BookingPolicy:
+    """Lifetimes and URLs from the settings (CONTRACT section 1)."""
+
+    hold_ttl: timedelta
+    approval_ttl: timedelta
+    approval_skew: timedelta
+    slot_cache_ttl: timedelta
+    payment_page_base_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSlots:
+    query: SlotQuery
+    limit: int
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotPage:
+    slots: tuple[Slot, ...]
+    total: int
+    next_cursor: str | None
+    cache_hit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HoldSlot:
+    slot_id: str
+    customer: Customer
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmBooking:
+    booking_id: str
+    expected_version: int
+    idempotency_key: str
+    human_approval: HumanApproval | None
+
+
+def new_booking_id() -> str:
+    """Unguessable booking id (128 random bits); it doubles as the payment query id."""
+    return f"booking-{secrets.token_hex(16)}"
+
+
+class BookingService:
+    """The booking core behind the four logical tools."""
+
+    def __init__(
+        self,
+        *,
+        store: BookingStore,
+        payments: PaymentQueryPort,
+        clock: Clock,
+        policy: BookingPolicy,
+    ) -> None:
+        self._store = store
+        self._payments = payments
+        self._clock = clock
+        self._policy = policy
+        self._cache: SlotSearchCache[SlotPage] = SlotSearchCache()
+
+    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+        """Free slots matching the query, ordered by start time, one page at a time.
+
+        Raises:
+            InvalidCursorError: the cursor is malformed or belongs to another query.
+        """
+        query = command.query
+        binding = query_binding(
+            {
+                "text": query.text,
+                "specialty": query.specialty,
+                "startsAfter": _optional_instant(query.starts_after),
+                "startsBefore": _optional_instant(query.starts_before),
+            }
+        )
+        offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
+        key = (binding, offset, command.limit)
+        now = self._clock.now()
+        cached = self._cache.get(key, now)
+        if cached is not None:
+            return dataclasses.replace(cached, cache_hit=True)
+        async with self._store.transaction() as tx:
+            released = await tx.release_overdue(now)
+            slots, total = await tx.search_free_slots(query, now, offset, command.limit)
+            next_expiry = await tx.next_hold_expiry()
+        if released:
+            self._cache.invalidate()
+        generation = self._cache.generation
+        end = offset + len(slots)
+        page = SlotPage(
+            slots=tuple(slots),
+            total=total,
+            next_cursor=encode_cursor(end, binding) if end < total else None,
+            cache_hit=False,
+        )
+        deadlines = [now + self._policy.slot_cache_ttl, *(slot.starts_at for slot in slots)]
+        if next_expiry is not None:
+            deadlines.append(next_expiry)
+        self._cache.put(key, page, min(deadlines), generation)
+        return page
+
+    async def hold_slot(self, command: HoldSlot) -> Booking:
+        """Hold a free slot for ``hold_ttl``; the result carries the confirmation intent.
+
+        Raises:
+            IdempotencyConflictError, SlotNotFoundError, SlotUnavailableError.
+        """
+        fingerprint = _fingerprint(command)
+        now = self._clock.now()
+        async with self._store.transaction() as tx:
+            released = await tx.release_overdue(now)
+            replayed = await self._replay(tx, HOLD_SCOPE, command.idempotency_key, fingerprint)
+            outcome = replayed or await self._hold(tx, command, fingerprint, now)
+        self._after_write(released=released, changed=isinstance(outcome, Booking))
+        return _unwrap(outcome)
+
+    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
+        """Confirm a held booking after human approval and a matching PAID payment.
+
+        Raises:
+            IdempotencyConflictError, BookingNotFoundError, BookingExpiredError,
+            VersionConflictError, InvalidStateError, HumanApproval*Error,
+            ApprovalIntent*Error, PaymentPendingError, PaymentUnavailableError,
+            PaymentMismatchError, PaymentFailedError, PaymentClosedError.
+        """
+        fingerprint = _fingerprint(command)
+        now = self._clock.now()
+        outcome: Booking | BookingError | None
+        async with self._store.transaction() as tx:
+            released = await tx.release_overdue(now)
+            outcome = await self._replay(tx, CONFIRM_SCOPE, command.idempotency_key, fingerprint)
+            if outcome is None:
+                outcome = await self._precheck_confirm(tx, command, now)
+        self._after_write(released=released, changed=False)
+        if outcome is not None:
+            return _unwrap(outcome)
+
+        # Outside any transaction: a slow payment service never holds the store lock.
+        answer = await self._payments.query_payment(command.booking_id, trace)
+
+        now = self._clock.now()
+        async with self._store.transaction() as tx:
+            released = await tx.release_overdue(now)
+            outcome = await self._replay(tx, CONFIRM_SCOPE, command.idempotency_key, fingerprint)
+            if outcome is None:
+                current = await tx.get_booking(command.booking_id)
+                if current is None:
+                    outcome = BookingNotFoundError(bookingId=command.booking_id)
+                else:
+                    if current.status is BookingStatus.EXPIRED and answer.status == "PAID":
+                        logger.warning(
+                            "reconciliation needed: booking %s was paid after its hold expired",
+                            current.booking_id,
+                        )
+                    outcome = _confirmable(current, command.expected_version)
+                    if outcome is None:
+                        outcome = apply_payment(current, answer, now=now)
+                        await tx.update_booking(outcome, expected_version=current.version)
+                        refusal = payment_refusal(outcome)
+                        await tx.put_idempotency(
+                            IdempotencyRecord(
+                                scope=CONFIRM_SCOPE,
+                                key=command.idempotency_key,
+                                fingerprint=fingerprint,
+                                booking=outcome,
+                                error_code=refusal.code if refusal else None,
+                            )
+                        )
+        self._after_write(released=released, changed=isinstance(outcome, Booking))
+        return _unwrap(outcome)
+
+    async def get_booking(self, booking_id: str) -> Booking:
+        """The booking as it is now (overdue holds released first).
+
+        Raises:
+            BookingNotFoundError: no booking has this id.
+        """
+        now = self._clock.now()
+        async with self._store.transaction() as tx:
+            released = await tx.release_overdue(now)
+            booking = await tx.get_booking(booking_id)
+        self._after_write(released=released, changed=False)
+        if booking is None:
+            raise BookingNotFoundError(bookingId=booking_id)
+        return booking
+
+    async def _hold(
+        self, tx: Transaction, command: HoldSlot, fingerprint: str, now: datetime
+    ) -> Booking | BookingError:
+        slot = await tx.get_slot(command.slot_id)
+        if slot is None:
+            return SlotNotFoundError(slotId=command.slot_id)
+        if slot.starts_at <= now:
+            return SlotUnavailableError("The slot has already started.", slotId=slot.slot_id)
+        booking_id = new_booking_id()
+        booking = Booking(
+            booking_id=booking_id,
+            slot_id=slot.slot_id,
+            expert_id=slot.expert_id,
+            starts_at=slot.starts_at,
+            ends_at=slot.ends_at,
+            customer=command.customer,
+            status=BookingStatus.HELD,
+            version=1,
+            held_at=now,
+            expires_at=now + self._policy.hold_ttl,
+            confirmed_at=None,
+            payment_page_url=f"{self._policy.payment_page_base_url.rstrip('/')}/{booking_id}",
+            payment=Payment(query_id=booking_id, status=PaymentStatus.PENDING, price=slot.price),
+        )
+        await tx.insert_booking(booking)
+        await tx.put_idempotency(
+            IdempotencyRecord(
+                scope=HOLD_SCOPE,
+                key=command.idempotency_key,
+                fingerprint=fingerprint,
+                booking=booking,
+                error_code=None,
+            )
+        )
+        return booking
+
+    async def _precheck_confirm(
+        self, tx: Transaction, command: ConfirmBooking, now: datetime
+    ) -> BookingError | None:
+        booking = await tx.get_booking(command.booking_id)
+        if booking is None:
+            return BookingNotFoundError(bookingId=command.booking_id)
+        refusal = _confirmable(booking, command.expected_version)
+        if refusal is not None:
+            return refusal
+        try:
+            check_approval(
+                command.human_approval,
+                booking,
+                now=now,
+                ttl=self._policy.approval_ttl,
+                skew=self._policy.approval_skew,
+            )
+        except BookingError as exc:
+            return exc
+        return None
+
+    @staticmethod
+    async def _replay(
+        tx: Transaction, scope: str, key: str, fingerprint: str
+    ) -> Booking | BookingError | None:
+        record = await tx.get_idempotency(scope, key)
+        if record is None:
+            return None
+        if record.fingerprint != fingerprint:
+            return IdempotencyConflictError(idempotencyKey=key)
+        if record.error_code is None:
+            return record.booking
+        return payment_refusal(record.booking) or InvalidStateError(
+            bookingId=record.booking.booking_id
+        )
+
+    def _after_write(self, *, released: int, changed: bool) -> None:
+        if released or changed:
+            self._cache.invalidate()
+
+
+def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:
+    if booking.status is BookingStatus.EXPIRED:
+        return BookingExpiredError(bookingId=booking.booking_id, booking=booking)
+    if booking.version != expected_version:
+        return VersionConflictError(
+            bookingId=booking.booking_id,
+            expectedVersion=expected_version,
+            currentVersion=booking.version,
+        )
+    if booking.status is not BookingStatus.HELD:
+        return InvalidStateError(
+            bookingId=booking.booking_id, status=booking.status.value, booking=booking
+        )
+    return None
+
+
+def _unwrap(outcome: Booking | BookingError) -> Booking:
+    if isinstance(outcome, BookingError):
+        raise outcome
+    return outcome
+
+
+def _optional_instant(value: datetime | None) -> str | None:
+    return None if value is None else format_instant(value)
+
+
+def _fingerprint(command: HoldSlot | ConfirmBooking) -> str:
+    """Digest of a command's arguments; equal arguments give equal fingerprints."""
+    doc = dataclasses.asdict(command)
+    doc.pop("idempotency_key")
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    raise TypeError(type(value).__name__)

@@ -1,0 +1,131 @@
+"""Settings read from the environment in one place (CONTRACT section 1); CLI flags override."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class SettingsError(ValueError):
+    """A configuration value is malformed; raised at startup, never per request."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 3000
+    db_path: Path = Path("./expert-booking.db")
+    payment_query_base_url: str = "http://127.0.0.1:3100"
+    payment_page_base_url: str = "http://127.0.0.1:3100/pay"
+    hold_ttl_seconds: int = 300
+    approval_ttl_seconds: int = 120
+    approval_clock_skew_seconds: int = 5
+    slot_cache_ttl_seconds: int = 5
+    payment_timeout_seconds: float = 3.0
+    allowed_hosts: tuple[str, ...] = field(default=LOOPBACK_NAMES)
+    allowed_origins: tuple[str, ...] = field(
+        default=tuple(f"http://{name}" for name in LOOPBACK_NAMES)
+    )
+    max_body_bytes: int = 32 * 1024
+
+    @property
+    def hold_ttl(self) -> timedelta:
+        return timedelta(seconds=self.hold_ttl_seconds)
+
+    @property
+    def approval_ttl(self) -> timedelta:
+        return timedelta(seconds=self.approval_ttl_seconds)
+
+    @property
+    def approval_skew(self) -> timedelta:
+        return timedelta(seconds=self.approval_clock_skew_seconds)
+
+    @property
+    def slot_cache_ttl(self) -> timedelta:
+        return timedelta(seconds=self.slot_cache_ttl_seconds)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``env`` (default: ``os.environ``); unknown variables are ignored.
+
+        Raises:
+            SettingsError: a value has the wrong type or range.
+        """
+        source = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for name, (attr, parse) in _VARIABLES.items():
+            raw = source.get(name)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                values[attr] = parse(raw.strip())
+            except ValueError as exc:
+                raise SettingsError(f"{name}={raw!r}: {exc}") from exc
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """Apply CLI flags (``None`` means "not given")."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must be zero or a positive integer")
+    return value
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 65535:  # noqa: PLR2004 - the TCP port range
+        raise ValueError("must be a TCP port (0-65535)")
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if value <= 0:
+        raise ValueError("must be a positive number")
+    return value
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    items = tuple(item.strip() for item in raw.split(",") if item.strip())
+    if not items:
+        raise ValueError("must list at least one value")
+    return items
+
+
+def _url(raw: str) -> str:
+    if not raw.startswith(("http://", "https://")):
+        raise ValueError("must be an http(s) URL")
+    return raw.rstrip("/")
+
+
+_VARIABLES: dict[str, tuple[str, Any]] = {
+    "HOST": ("host", str),
+    "PORT": ("port", _port),
+    "BOOKING_DB_PATH": ("db_path", Path),
+    "PAYMENT_QUERY_BASE_URL": ("payment_query_base_url", _url),
+    "PAYMENT_PAGE_BASE_URL": ("payment_page_base_url", _url),
+    "HOLD_TTL_SECONDS": ("hold_ttl_seconds", _positive_int),
+    "APPROVAL_TTL_SECONDS": ("approval_ttl_seconds", _positive_int),
+    "APPROVAL_CLOCK_SKEW_SECONDS": ("approval_clock_skew_seconds", _non_negative_int),
+    "SLOT_CACHE_TTL_SECONDS": ("slot_cache_ttl_seconds", _non_negative_int),
+    "PAYMENT_TIMEOUT_SECONDS": ("payment_timeout_seconds", _positive_float),
+    "ALLOWED_HOSTS": ("allowed_hosts", _csv),
+    "ALLOWED_ORIGINS": ("allowed_origins", _csv),
+}
