@@ -1,0 +1,1 @@
+# Generated from schemas/ by `nox -s codegen` (python -m harness.contract generate). Do not edit.

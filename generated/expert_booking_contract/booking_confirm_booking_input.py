@@ -1,0 +1,98 @@
+# Generated from schemas/ by `nox -s codegen` (python -m harness.contract generate). Do not edit.
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+class Intent(BaseModel):
+    """
+    Exactly what the person approves: booking, slot, start, price and booking version. Issued by the server in a booking's confirmationIntent; copy all six fields unchanged. The canonical form (v1) is the UTF-8 JSON of these six keys sorted by name (amount, bookingId, currency, slotId, startsAt, version) with no whitespace.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    amount: Annotated[str, Field(pattern="^[0-9]+\\.[0-9]{2}$")]
+    """
+    Price as a string with two decimals, e.g. "500.00".
+    """
+    bookingId: str
+    """
+    The booking being approved.
+    """
+    currency: Annotated[str, Field(pattern="^[A-Z]{3}$")]
+    """
+    ISO 4217 currency code, three capital letters, e.g. "CNY".
+    """
+    slotId: str
+    """
+    The slot the booking holds.
+    """
+    startsAt: AwareDatetime
+    """
+    Start of the slot, RFC 3339 UTC with milliseconds, e.g. "2030-09-02T02:00:00.000Z". Compared as an exact string: do not reformat it.
+    """
+    version: Annotated[int, Field(ge=1)]
+    """
+    Booking version the approval is for; it must equal the current version of the booking.
+    """
+
+
+class HumanApproval(BaseModel):
+    """
+    Proof that a person saw this booking's confirmationIntent and decided. Built by the host after asking the person, never invented by the agent. The server refuses, without querying payment, an approval that is rejected (HUMAN_APPROVAL_REJECTED), older than 120 seconds (plus 5 seconds of tolerated clock skew) or more than 5 seconds in the future (HUMAN_APPROVAL_EXPIRED), whose intentHash is not the hash of its intent (APPROVAL_INTENT_HASH_MISMATCH), or whose intent differs from the booking as it is now (APPROVAL_INTENT_MISMATCH).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    approvalId: UUID
+    """
+    A new UUID for this approval decision.
+    """
+    decision: Literal["APPROVE", "REJECT"]
+    """
+    APPROVE only if the person explicitly agreed to exactly this intent; REJECT otherwise.
+    """
+    approvedAt: AwareDatetime
+    """
+    When the person decided, RFC 3339 UTC, e.g. "2030-09-01T09:30:00.000Z". The confirm call must come within 120 seconds of it (plus 5 seconds of clock skew), and it must not be more than 5 seconds ahead of the server's clock.
+    """
+    intent: Intent
+    """
+    The intent the person decided on, copied unchanged from the booking's confirmationIntent.intent.
+    """
+    intentHash: Annotated[str, Field(pattern="^sha256:[0-9a-f]{64}$")]
+    """
+    "sha256:" followed by the 64 lowercase hex digits of the SHA-256 of the canonical intent (UTF-8 JSON of intent with keys sorted, no whitespace). Issued by the server; copy it unchanged, never compute or edit it.
+    """
+
+
+class BookingConfirmBookingInput(BaseModel):
+    """
+    Confirm a HELD booking after the person approved it and paid. This tool never pays and never starts a payment: the person pays outside the agent at the booking's paymentPageUrl, and this tool only reads the payment status from the payment service. humanApproval is optional in this schema only so that its absence gets a clear answer: without it the server refuses with HUMAN_APPROVAL_REQUIRED and does not query payment. Before querying payment the server checks, in this order, and on failure changes nothing: the booking exists (else BOOKING_NOT_FOUND), has not expired (else BOOKING_EXPIRED), has version expectedVersion (else VERSION_CONFLICT) and is HELD (else INVALID_STATE); humanApproval is present (else HUMAN_APPROVAL_REQUIRED), its decision is APPROVE (else HUMAN_APPROVAL_REJECTED), approvedAt is at most 5 seconds in the future and at most 120 seconds (plus 5 seconds of tolerated clock skew) in the past (else HUMAN_APPROVAL_EXPIRED), intentHash is the hash of intent (else APPROVAL_INTENT_HASH_MISMATCH) and intent equals the booking as it is now (else APPROVAL_INTENT_MISMATCH). Then, by payment status: PAID with matching bookingId, amount and currency confirms the booking (status CONFIRMED, version + 1, confirmedAt set, confirmationIntent null); PENDING returns PAYMENT_PENDING and keeps the hold, so ask the person to finish paying and retry before expiresAt; FAILED returns PAYMENT_FAILED and CLOSED returns PAYMENT_CLOSED, and in both cases the booking ends (version + 1) and the slot is released; an answer that does not match the booking returns PAYMENT_MISMATCH; an unreachable payment service returns PAYMENT_UNAVAILABLE (retryable). Side effects: only a final payment status changes the booking. Idempotency: the same idempotencyKey with identical arguments returns the original result and changes nothing again; the same key with different arguments returns IDEMPOTENCY_CONFLICT. Retryable errors (PAYMENT_PENDING, PAYMENT_UNAVAILABLE, STORAGE_BUSY) change nothing and may be retried with the same key and arguments while the approval is fresh; a new approval is a new request and needs a new idempotencyKey. Flow: booking.hold_slot, show confirmationIntent to the person, the person approves, copy intent and intentHash unchanged into humanApproval, the person pays at paymentPageUrl, then call this tool with expectedVersion = the booking's version. Errors: INVALID_ARGUMENTS, BOOKING_NOT_FOUND, INVALID_STATE, BOOKING_EXPIRED, VERSION_CONFLICT, IDEMPOTENCY_CONFLICT, HUMAN_APPROVAL_REQUIRED, HUMAN_APPROVAL_REJECTED, HUMAN_APPROVAL_EXPIRED, APPROVAL_INTENT_HASH_MISMATCH, APPROVAL_INTENT_MISMATCH, PAYMENT_PENDING, PAYMENT_FAILED, PAYMENT_CLOSED, PAYMENT_MISMATCH, PAYMENT_UNAVAILABLE, STORAGE_BUSY, INTERNAL_ERROR.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    bookingId: str
+    """
+    bookingId returned by booking.hold_slot.
+    """
+    expectedVersion: Annotated[int, Field(ge=1)]
+    """
+    The booking's current version (snapshot field version); it must also equal humanApproval.intent.version. A different version returns VERSION_CONFLICT.
+    """
+    idempotencyKey: UUID
+    """
+    A new UUID for this confirmation; reuse it only to retry the identical request.
+    """
+    humanApproval: HumanApproval | None = None
+    """
+    The person's decision on the booking's confirmationIntent. Omitted: HUMAN_APPROVAL_REQUIRED, payment not queried.
+    """

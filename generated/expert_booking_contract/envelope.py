@@ -1,0 +1,164 @@
+# Generated from schemas/ by `nox -s codegen` (python -m harness.contract generate). Do not edit.
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
+
+
+class Meta(BaseModel):
+    """
+    Tracing and timing data of one tool call. The timestamps satisfy clientSentAt <= serverReceivedAt <= serverResultCreatedAt.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    traceId: Annotated[str, Field(pattern="^[0-9a-f]{32}$")]
+    """
+    W3C trace id (32 lowercase hex digits), derived from the requestSpanId the caller sent.
+    """
+    spanId: Annotated[str, Field(pattern="^[0-9a-f]{16}$")]
+    """
+    W3C span id of this action (16 lowercase hex digits).
+    """
+    operationId: UUID
+    """
+    Unique id of this operation; quote it when reporting a problem.
+    """
+    clientSentAt: AwareDatetime
+    """
+    When the client sent the request (the x-mcp-client-sent-at header), echoed.
+    """
+    serverReceivedAt: AwareDatetime
+    """
+    When the server received the request.
+    """
+    serverResultCreatedAt: AwareDatetime
+    """
+    When the server created this result.
+    """
+    cache: Literal["HIT", "MISS", "BYPASS"]
+    """
+    HIT: served from the server's cache; MISS: computed and cached; BYPASS: the cache was not used (for example for writes and booking reads).
+    """
+
+
+class Recovery(BaseModel):
+    """
+    What to do next.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    action: str
+    """
+    One sentence telling an agent what to do next for this error code.
+    """
+
+
+class SuccessEnvelope(BaseModel):
+    """
+    A successful result.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    ok: Literal[True]
+    """
+    Always true for a success.
+    """
+    data: dict[str, Any]
+    """
+    The tool's result, as described by the tool.
+    """
+    meta: Meta
+    """
+    Tracing and timing data of this call.
+    """
+
+
+class Error(BaseModel):
+    """
+    A machine-readable failure. Act on code (stable) and recovery.action; message is for people. No stack traces or internal details are ever included.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    code: Literal[
+        "INVALID_ARGUMENTS",
+        "INVALID_CURSOR",
+        "TOOL_NOT_FOUND",
+        "BOOKING_NOT_FOUND",
+        "SLOT_NOT_FOUND",
+        "SLOT_UNAVAILABLE",
+        "BOOKING_EXPIRED",
+        "VERSION_CONFLICT",
+        "IDEMPOTENCY_CONFLICT",
+        "PAYMENT_PENDING",
+        "PAYMENT_FAILED",
+        "PAYMENT_CLOSED",
+        "PAYMENT_MISMATCH",
+        "PAYMENT_UNAVAILABLE",
+        "HUMAN_APPROVAL_REQUIRED",
+        "HUMAN_APPROVAL_REJECTED",
+        "HUMAN_APPROVAL_EXPIRED",
+        "APPROVAL_INTENT_HASH_MISMATCH",
+        "APPROVAL_INTENT_MISMATCH",
+        "INVALID_STATE",
+        "STORAGE_BUSY",
+        "INTERNAL_ERROR",
+    ]
+    """
+    Stable error code.
+    """
+    message: str
+    """
+    Short explanation for people.
+    """
+    retryable: bool
+    """
+    true: the same call with the same idempotencyKey may succeed later, and nothing was changed. false: retrying unchanged will fail again.
+    """
+    details: dict[str, Any]
+    """
+    Code-specific facts, e.g. bookingId; for INVALID_ARGUMENTS, violations lists each offending field by JSON Pointer.
+    """
+    recovery: Recovery
+    """
+    What an agent should do next.
+    """
+
+
+class ErrorEnvelope(BaseModel):
+    """
+    A failed result.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    ok: Literal[False]
+    """
+    Always false for a failure.
+    """
+    error: Error
+    """
+    What failed and how to recover.
+    """
+    meta: Meta
+    """
+    Tracing and timing data of this call.
+    """
+
+
+class Envelope(RootModel[SuccessEnvelope | ErrorEnvelope]):
+    root: Annotated[SuccessEnvelope | ErrorEnvelope, Field(title="Envelope")]
+    """
+    structuredContent of every tool result (also sent as the one text content item). ok true: data holds the tool's result. ok false: error says what failed and how to recover; the tool result then has isError true.
+    """

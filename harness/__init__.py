@@ -1,0 +1,1 @@
+"""Developer and CI tooling: contract gate, test servers, stubs (never imported by the server)."""

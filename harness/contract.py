@@ -1,0 +1,565 @@
+"""Contract gate for ``schemas/``: validity, generated-model drift and unversioned breaking changes.
+
+Usage::
+
+    python -m harness.contract generate          # rewrite generated/expert_booking_contract
+    python -m harness.contract check [--base REV]
+
+``check`` exits 1 when a schema is invalid or not canonically formatted, when the generated
+models differ from what the schemas produce now, or when a schema changed incompatibly since the
+base revision without bumping the ``v<N>`` at the end of its ``$id``. Everything runs offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
+from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped, unused-ignore]
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMAS = ROOT / "schemas"
+GENERATED = ROOT / "generated" / "expert_booking_contract"
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+ID_PATTERN = re.compile(r"^urn:expert-booking:schema:(?P<stem>[a-z0-9_]+):v(?P<major>[1-9][0-9]*)$")
+
+HEADER = (
+    "# Generated from schemas/ by `nox -s codegen` (python -m harness.contract generate). "
+    "Do not edit."
+)
+
+# House style 3.9, passed explicitly so that no [tool.datamodel-codegen] table is involved.
+CODEGEN_OPTIONS: tuple[str, ...] = (
+    "--input-file-type=jsonschema",
+    "--schema-version=2020-12",
+    "--output-model-type=pydantic_v2.BaseModel",
+    "--target-python-version=3.11",
+    "--use-annotated",
+    "--field-constraints",
+    "--use-standard-collections",
+    "--use-union-operator",
+    "--enum-field-as-literal=all",
+    "--extra-fields=forbid",
+    "--output-datetime-class=AwareDatetime",
+    "--strict-nullable",
+    "--use-schema-description",
+    "--use-field-description",
+    "--disable-timestamp",
+    "--no-allow-remote-refs",
+    "--strict-refs",
+    "--no-use-type-checking-imports",
+    "--formatters",
+    "ruff-check",
+    "ruff-format",
+    f"--custom-file-header={HEADER}",
+)
+
+# datamodel-codegen pipes its output through ruff with the working directory as the config root.
+# Generation always runs in a scratch directory holding this file, so the result never depends
+# on the project's own ruff settings or on where the output is written.
+RUFF_TOML = """\
+line-length = 100
+target-version = "py311"
+
+[lint]
+select = ["E4", "E7", "E9", "F", "I"]
+"""
+
+GENERATED_EXTRA_FILES = {"py.typed": ""}
+
+
+# ------------------------------------------------------------------------------------ schemas
+
+
+def canonical_text(document: Any) -> str:
+    """The one accepted on-disk form of a schema: 2-space indent, UTF-8 as is, final newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def schema_files() -> list[Path]:
+    return sorted(SCHEMAS.glob("*.json"))
+
+
+def _walk(node: Any, pointer: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every object inside ``node`` with its JSON Pointer, ``node`` itself first."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        found.append((pointer, node))
+        for key, value in node.items():
+            found.extend(_walk(value, f"{pointer}/{_escape(key)}"))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found.extend(_walk(value, f"{pointer}/{index}"))
+    return found
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _resolve_local(document: dict[str, Any], ref: str) -> bool:
+    """True when ``ref`` is ``#`` or ``#/...`` and points at something inside ``document``."""
+    if not ref.startswith("#"):
+        return False
+    node: Any = document
+    for raw in ref[1:].split("/")[1:]:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return True
+
+
+def document_problems(path: Path, text: str) -> list[str]:
+    """What is wrong with one schema file; an empty list means it passes."""
+    name = path.name
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [f"{name}: not valid JSON ({exc})"]
+    if not isinstance(document, dict):
+        return [f"{name}: the root is not a JSON object"]
+    problems: list[str] = []
+    if text != canonical_text(document):
+        problems.append(
+            f"{name}: not in canonical form (json.dumps(indent=2, ensure_ascii=False) + newline)"
+        )
+    try:
+        Draft202012Validator.check_schema(document)
+    except SchemaError as exc:
+        problems.append(
+            f"{name}: invalid 2020-12 schema at /{'/'.join(map(str, exc.path))}: {exc.message}"
+        )
+    if document.get("$schema") != DRAFT_2020_12:
+        problems.append(f"{name}: $schema must be {DRAFT_2020_12}")
+    match = ID_PATTERN.match(str(document.get("$id", "")))
+    if match is None or match["stem"] != path.stem:
+        problems.append(f"{name}: $id must be urn:expert-booking:schema:{path.stem}:v<N>")
+    if document.get("type") != "object":
+        problems.append(f"{name}: the root must have type object")
+    for pointer, node in _walk(document):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not _resolve_local(document, ref):
+            problems.append(f"{name}: {pointer}/$ref {ref!r} is not a resolvable local reference")
+        if (
+            node.get("type") == "object"
+            and "properties" in node
+            and node.get("additionalProperties") is not False
+        ):
+            problems.append(
+                f"{name}: {pointer or '/'} is an object without additionalProperties: false"
+            )
+    return problems
+
+
+def check_documents() -> list[str]:
+    files = schema_files()
+    if not files:
+        return [f"no schema found in {SCHEMAS}"]
+    problems: list[str] = []
+    for path in files:
+        problems.extend(document_problems(path, path.read_text(encoding="utf-8")))
+    return problems
+
+
+# ------------------------------------------------------------------------------------ codegen
+
+
+def render_models() -> dict[str, str]:
+    """Generate the models from ``schemas/`` in a scratch directory; file name -> text."""
+    with tempfile.TemporaryDirectory(prefix="contract-codegen-") as scratch:
+        workdir = Path(scratch)
+        (workdir / "ruff.toml").write_text(RUFF_TOML, encoding="utf-8")
+        # Only the schema documents: datamodel-codegen would try to parse schemas/README.md too.
+        source = workdir / "schemas"
+        source.mkdir()
+        for path in schema_files():
+            shutil.copyfile(path, source / path.name)
+        output = workdir / "expert_booking_contract"
+        command = [
+            sys.executable,
+            "-m",
+            "datamodel_code_generator",
+            f"--input={source}",
+            f"--output={output}",
+            *CODEGEN_OPTIONS,
+        ]
+        result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise CodegenError(result.stderr.strip() or result.stdout.strip())
+        rendered = {
+            path.relative_to(output).as_posix(): path.read_text(encoding="utf-8")
+            for path in sorted(output.rglob("*.py"))
+        }
+    rendered.update(GENERATED_EXTRA_FILES)
+    return rendered
+
+
+class CodegenError(RuntimeError):
+    """datamodel-codegen failed; the message is its own output."""
+
+
+def committed_models() -> dict[str, str]:
+    if not GENERATED.is_dir():
+        return {}
+    return {
+        path.relative_to(GENERATED).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(GENERATED.rglob("*"))
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and ".ruff_cache" not in path.parts
+        and path.suffix != ".pyc"
+    }
+
+
+def drift(expected: dict[str, str], actual: dict[str, str]) -> list[str]:
+    """Unified diff from the committed files (``actual``) to freshly generated ones."""
+    lines: list[str] = []
+    for name in sorted(expected.keys() | actual.keys()):
+        old = actual.get(name)
+        new = expected.get(name)
+        if old == new:
+            continue
+        lines.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"committed/{name}" if old is not None else "/dev/null",
+                tofile=f"generated/{name}" if new is not None else "/dev/null",
+            )
+        )
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+    return lines
+
+
+def write_models() -> list[str]:
+    """Replace ``generated/expert_booking_contract`` with fresh output; return written names."""
+    rendered = render_models()
+    if GENERATED.exists():
+        shutil.rmtree(GENERATED)
+    GENERATED.mkdir(parents=True)
+    for name, text in rendered.items():
+        target = GENERATED / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return sorted(rendered)
+
+
+# ----------------------------------------------------------------------- breaking-change diff
+
+_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
+_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
+_ALL_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+
+
+def breaking_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Changes from ``old`` to ``new`` that can reject a value ``old`` accepted.
+
+    Walks ``properties``, ``items``, ``$defs`` and ``anyOf``/``oneOf`` branches by position.
+    Each entry is ``"<JSON Pointer>: <what changed>"``. Loosening changes (a new optional
+    property, a wider bound, an added enum value) are not reported. ``$ref`` targets are compared
+    by name only; the referenced ``$defs`` entry is compared on its own.
+    """
+    return _compare(old, new, "")
+
+
+def _compare(old: Any, new: Any, at: str) -> list[str]:
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        if old is True and new is not True:
+            return [f"{at or '/'}: schema `true` became {json.dumps(new)}"]
+        return []
+    where = at or "/"
+    found = [f"{where}: {message}" for message in _keyword_changes(old, new)]
+    found.extend(_property_changes(old, new, at))
+    found.extend(_nested_changes(old, new, at))
+    return found
+
+
+def _keyword_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return [*_value_set_changes(old, new), *_bound_changes(old, new)]
+
+
+def _value_set_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    if lost := sorted(_types(old) - _types(new)):
+        found.append(f"type no longer allows {', '.join(lost)}")
+    if "enum" in new and new["enum"] != old.get("enum"):
+        if "enum" not in old:
+            found.append("enum added")
+        elif lost_values := [value for value in old["enum"] if value not in new["enum"]]:
+            found.append(f"enum value(s) removed: {', '.join(map(json.dumps, lost_values))}")
+    if "const" in new and ("const" not in old or old["const"] != new["const"]):
+        found.append(f"const set to {json.dumps(new['const'])}")
+    if new.get("additionalProperties") is False and old.get("additionalProperties") is not False:
+        found.append("additionalProperties became false")
+    if "$ref" in new and new["$ref"] != old.get("$ref"):
+        found.append(f"$ref changed to {new['$ref']!r} (was {old.get('$ref', 'unset')!r})")
+    return found
+
+
+def _bound_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    tightened = [
+        key for key in _LOWER_BOUNDS if key in new and (key not in old or new[key] > old[key])
+    ] + [key for key in _UPPER_BOUNDS if key in new and (key not in old or new[key] < old[key])]
+    found = [f"{key} tightened to {new[key]} (was {old.get(key, 'unset')})" for key in tightened]
+    found.extend(
+        f"{key} changed to {new[key]!r} (was {old.get(key, 'unset')!r})"
+        for key in ("pattern", "format")
+        if key in new and new[key] != old.get(key)
+    )
+    return found
+
+
+def _types(node: dict[str, Any]) -> frozenset[str]:
+    declared = node.get("type")
+    if declared is None:
+        return _ALL_TYPES
+    if isinstance(declared, str):
+        return frozenset({declared})
+    return frozenset(declared)
+
+
+def _property_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[str]:
+    where = at or "/"
+    old_props: dict[str, Any] = old.get("properties", {})
+    new_props: dict[str, Any] = new.get("properties", {})
+    found = [
+        f"{where}: property {name!r} removed or renamed"
+        for name in old_props
+        if name not in new_props
+    ]
+    for name, schema in new_props.items():
+        if name in old_props:
+            found.extend(_compare(old_props[name], schema, f"{at}/properties/{name}"))
+    old_required = set(old.get("required", []))
+    found.extend(
+        f"{where}: property {name!r} is newly required"
+        for name in new.get("required", [])
+        if name not in old_required
+    )
+    return found
+
+
+def _nested_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[str]:
+    where = at or "/"
+    found: list[str] = []
+    if "items" in old or "items" in new:
+        found.extend(_compare(old.get("items", True), new.get("items", True), f"{at}/items"))
+    new_defs: dict[str, Any] = new.get("$defs", {})
+    for name, schema in old.get("$defs", {}).items():
+        if name in new_defs:
+            found.extend(_compare(schema, new_defs[name], f"{at}/$defs/{name}"))
+        else:
+            found.append(f"{where}: $defs entry {name!r} removed")
+    for keyword in ("anyOf", "oneOf"):
+        if keyword not in new:
+            continue
+        old_branches: list[Any] = old.get(keyword, [])
+        new_branches: list[Any] = new[keyword]
+        if keyword not in old:
+            found.append(f"{where}: {keyword} added")
+        elif len(new_branches) < len(old_branches):
+            lost = len(old_branches) - len(new_branches)
+            found.append(f"{where}: {keyword} lost {lost} branch(es)")
+        for index, (before, after) in enumerate(zip(old_branches, new_branches, strict=False)):
+            found.extend(_compare(before, after, f"{at}/{keyword}/{index}"))
+    return found
+
+
+def major_version(document: dict[str, Any]) -> int | None:
+    match = ID_PATTERN.match(str(document.get("$id", "")))
+    return int(match["major"]) if match else None
+
+
+# --------------------------------------------------------------------------------------- git
+
+
+class NoBaseError(Exception):
+    """There is nothing to compare against (no git, no commit yet, no earlier commit)."""
+
+
+class BadBaseError(Exception):
+    """The revision given with --base does not name a commit."""
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    git = shutil.which("git")
+    if git is None:
+        raise NoBaseError("git is not installed")
+    return subprocess.run(
+        [git, *args], cwd=ROOT, capture_output=True, text=True, check=False, encoding="utf-8"
+    )
+
+
+def _commit(rev: str) -> str | None:
+    result = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def find_base(explicit: str | None) -> str:
+    """The commit to compare with: merge base of HEAD and --base, else origin/main, else HEAD~1.
+
+    On a clean clone of main, ``origin/main`` is ``HEAD`` itself; then ``HEAD~1`` is used.
+
+    Raises:
+        NoBaseError: no git, no commits, or no earlier commit to compare with.
+        BadBaseError: ``explicit`` is not a commit.
+    """
+    if _git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        raise NoBaseError("not a git work tree")
+    if _commit("HEAD") is None:
+        raise NoBaseError("the repository has no commits yet")
+    if explicit is not None:
+        if _commit(explicit) is None:
+            raise BadBaseError(f"--base {explicit!r} is not a commit")
+        rev = explicit
+    elif _commit("origin/main") not in (None, _commit("HEAD")):
+        rev = "origin/main"
+    elif _commit("HEAD~1") is not None:  # a clone of main itself: check the newest commit
+        rev = "HEAD~1"
+    else:
+        raise NoBaseError("HEAD is the first commit and origin/main does not exist")
+    result = _git("merge-base", "HEAD", rev)
+    if result.returncode != 0:
+        raise NoBaseError(f"HEAD and {rev} have no common ancestor")
+    return result.stdout.strip()
+
+
+def base_document(base: str, path: Path) -> dict[str, Any] | None:
+    """The schema as committed at ``base``; None when the file did not exist there."""
+    top = _git("rev-parse", "--show-toplevel")
+    relative = path.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    result = _git("show", f"{base}:{relative}")
+    if result.returncode != 0:
+        return None
+    loaded = json.loads(result.stdout)
+    return loaded if isinstance(loaded, dict) else None
+
+
+def schema_diff(base: str) -> tuple[list[str], list[str]]:
+    """Compare every schema with ``base``; returns (failures, notes)."""
+    failures: list[str] = []
+    notes: list[str] = []
+    for path in schema_files():
+        old = base_document(base, path)
+        if old is None:
+            notes.append(f"{path.name}: new since {base[:12]}, skipped")
+            continue
+        new = json.loads(path.read_text(encoding="utf-8"))
+        changes = breaking_changes(old, new)
+        if not changes:
+            continue
+        old_major, new_major = major_version(old), major_version(new)
+        bumped = old_major is not None and new_major is not None and new_major > old_major
+        target = notes if bumped else failures
+        verdict = (
+            f"allowed, $id bumped v{old_major} -> v{new_major}"
+            if bumped
+            else "bump the v<N> at the end of $id to allow it"
+        )
+        target.append(f"{path.name}: {len(changes)} breaking change(s), {verdict}")
+        target.extend(f"    {change}" for change in changes)
+    return failures, notes
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+
+def _check_documents_step() -> bool:
+    print("[1/3] schemas: valid draft 2020-12, canonical formatting, self-contained")
+    problems = check_documents()
+    for problem in problems:
+        print(f"  FAIL {problem}")
+    if not problems:
+        print(f"  ok ({len(schema_files())} documents)")
+    return not problems
+
+
+def _check_drift_step() -> bool:
+    print("[2/3] generated models match schemas/")
+    try:
+        diff = drift(render_models(), committed_models())
+    except CodegenError as exc:
+        print(f"  FAIL datamodel-codegen failed:\n{exc}")
+        return False
+    if diff:
+        sys.stdout.writelines(diff)
+        print("  FAIL generated/ has drifted; run `nox -s codegen` and commit the result")
+        return False
+    print("  ok")
+    return True
+
+
+def _check_breaking_step(base_rev: str | None) -> bool:
+    print("[3/3] breaking changes against the base revision")
+    try:
+        base = find_base(base_rev)
+    except NoBaseError as exc:
+        print(f"  no base, skipped: {exc}")
+        return True
+    except BadBaseError as exc:
+        print(f"  FAIL {exc}")
+        return False
+    print(f"  base {base[:12]}")
+    failures, notes = schema_diff(base)
+    for label, lines in (("note", notes), ("FAIL", failures)):
+        for line in lines:
+            print(f"       {line}" if line.startswith(" ") else f"  {label} {line}")
+    if not failures:
+        print("  ok")
+    return not failures
+
+
+def run_check(base_rev: str | None) -> int:
+    results = [_check_documents_step(), _check_drift_step(), _check_breaking_step(base_rev)]
+    passed = all(results)
+    print("contract check passed" if passed else "contract check FAILED")
+    return 0 if passed else 1
+
+
+def run_generate() -> int:
+    problems = check_documents()
+    if problems:
+        for problem in problems:
+            print(f"FAIL {problem}")
+        return 1
+    try:
+        written = write_models()
+    except CodegenError as exc:
+        print(f"datamodel-codegen failed:\n{exc}")
+        return 1
+    print(f"wrote {len(written)} files to {GENERATED.relative_to(ROOT)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.contract", description=__doc__)
+    parser.add_argument("command", choices=("check", "generate"))
+    parser.add_argument(
+        "--base",
+        metavar="REV",
+        help="compare schemas with the merge base of HEAD and REV "
+        "(default: origin/main if it exists, else HEAD~1)",
+    )
+    args = parser.parse_args(argv)
+    if args.command == "generate":
+        return run_generate()
+    return run_check(args.base)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""``expert-booking-mcp demo``: the whole booking story against a real server process.
+
+Starts a loopback payment stub and the installed server on a fresh temporary database, then
+walks discover → list → catalog search → paged schema read → slot search → hold → a second
+user's refused hold → an expired approval refused without a payment query → confirm while
+payment is PENDING → confirm after PAID → get. Exits non-zero when anything behaves otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from expert_booking.adapters.clock import SystemClock
+from expert_booking.client import open_client
+from expert_booking.domain.model import format_instant
+from expert_booking.testing.payment_stub import PaymentStub
+from expert_booking.testing.server_process import ServerProcess
+
+_CLOCK = SystemClock()  # the demo plays the person who approves and the payment service
+
+
+class DemoFailedError(Exception):
+    """A step did not behave as the contract says."""
+
+
+@dataclass
+class _Exchanges:
+    """The wire timestamps of the most recent HTTP exchange, kept for printing."""
+
+    last: dict[str, str] = field(default_factory=dict)
+
+    def record(
+        self, request: Any, response: Any, client_sent_at: str, client_received_at: str
+    ) -> None:
+        del request
+        self.last = {
+            "clientSentAt": client_sent_at,
+            "serverReceivedAt": response.headers.get("x-mcp-server-received-at", "?"),
+            "serverRespondedAt": response.headers.get("x-mcp-server-responded-at", "?"),
+            "clientReceivedAt": client_received_at,
+        }
+
+
+class _Story:
+    def __init__(self, client: Any, stub: PaymentStub, exchanges: _Exchanges) -> None:
+        self.client = client
+        self.stub = stub
+        self.exchanges = exchanges
+        self.step = 0
+
+    def say(self, title: str, lines: list[str], created_at: str | None = None) -> None:
+        self.step += 1
+        print(f"\n[{self.step:02d}] {title}")
+        for line in lines:
+            print(f"     {line}")
+        chain = self.exchanges.last
+        if chain:
+            parts = [chain["clientSentAt"], chain["serverReceivedAt"]]
+            if created_at:
+                parts.append(created_at)
+            parts += [chain["serverRespondedAt"], chain["clientReceivedAt"]]
+            print("     time: " + " <= ".join(p[11:] for p in parts))
+            if parts != sorted(parts):
+                raise DemoFailedError(f"timestamps out of order: {parts}")
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        envelope = result.structured_content
+        if not isinstance(envelope, dict) or result.is_error != (not envelope.get("ok")):
+            raise DemoFailedError(f"{tool}: isError does not mirror the envelope")
+        return envelope
+
+    async def logical(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.call(
+            "tool_catalog.call",
+            {"name": name, "arguments": arguments, "requestSpanId": str(uuid.uuid4())},
+        )
+
+
+def _expect(condition: bool, what: str) -> None:  # noqa: FBT001 - reads as an assertion
+    if not condition:
+        raise DemoFailedError(what)
+
+
+def _expect_error(envelope: dict[str, Any], code: str) -> None:
+    actual = envelope.get("error", {}).get("code") if not envelope["ok"] else "ok"
+    _expect(actual == code, f"expected {code}, got {actual}")
+
+
+def _approval(intent: dict[str, Any], *, approved_at: datetime) -> dict[str, Any]:
+    return {
+        "approvalId": str(uuid.uuid4()),
+        "decision": "APPROVE",
+        "approvedAt": format_instant(approved_at),
+        "intent": intent["intent"],
+        "intentHash": intent["intentHash"],
+    }
+
+
+async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, read top to bottom
+    client = story.client
+    discover = client.session.discover_result
+    story.say(
+        "server/discover",
+        [f"protocol {client.protocol_version}", f"server {client.server_info.name}"],
+    )
+    _expect(client.protocol_version == "2026-07-28", "modern protocol negotiated")
+    del discover
+
+    tools = await client.list_tools()
+    names = [tool.name for tool in tools.tools]
+    story.say("tools/list", [", ".join(names)])
+    _expect(names == ["tool_catalog.search", "tool_catalog.read", "tool_catalog.call"], "3 tools")
+
+    found = await story.call("tool_catalog.search", {"query": "hold a slot", "limit": 3})
+    top = found["data"]["items"][0]
+    story.say(
+        "tool_catalog.search 'hold a slot'",
+        [f"{item['name']}: {item['summary'][:70]}" for item in found["data"]["items"]],
+        found["meta"]["serverResultCreatedAt"],
+    )
+    _expect(top["name"] == "booking.hold_slot", "search ranks booking.hold_slot first")
+
+    lines: list[str] = []
+    offset: int | None = 0
+    pages = 0
+    sha = ""
+    while offset is not None:
+        page = await story.call(
+            "tool_catalog.read", {"uri": "tool://booking.hold_slot", "offset": offset, "limit": 40}
+        )
+        data = page["data"]
+        lines += data["lines"]
+        sha = data["sha256"]
+        pages += 1
+        offset = data["next"]["offset"] if data["next"] else None
+    text = "\n".join(lines) + "\n"
+    story.say(
+        "tool_catalog.read tool://booking.hold_slot",
+        [f"{len(lines)} lines in {pages} pages; sha256 {sha[:16]}…"],
+    )
+    _expect(hashlib.sha256(text.encode()).hexdigest() == sha, "paged read reproduces the schema")
+
+    slots = await story.logical("booking.search_available_slots", {"query": "AI", "limit": 5})
+    story.say(
+        "booking.search_available_slots 'AI'",
+        [
+            " ".join(
+                (
+                    s["slotId"],
+                    s["startsAt"],
+                    s["expertName"],
+                    s["price"]["amount"],
+                    s["price"]["currency"],
+                )
+            )
+            for s in slots["data"]["slots"]
+        ],
+        slots["meta"]["serverResultCreatedAt"],
+    )
+    _expect(any(s["slotId"] == "slot-ai-001" for s in slots["data"]["slots"]), "slot-ai-001 free")
+
+    hold = await story.logical(
+        "booking.hold_slot",
+        {
+            "slotId": "slot-ai-001",
+            "customer": {"name": "Li Hua", "email": "Li.Hua@Example.com"},
+            "idempotencyKey": str(uuid.uuid4()),
+        },
+    )
+    _expect(hold["ok"], f"hold succeeds: {hold.get('error')}")
+    booking = hold["data"]
+    story.say(
+        "booking.hold_slot slot-ai-001 (user A)",
+        [
+            (
+                f"{booking['bookingId']} {booking['status']} v{booking['version']} "
+                f"until {booking['expiresAt']}"
+            ),
+            f"pay at {booking['paymentPageUrl']}",
+            f"intentHash {booking['confirmationIntent']['intentHash'][:23]}…",
+        ],
+        hold["meta"]["serverResultCreatedAt"],
+    )
+    _expect(booking["customer"]["email"] == "Li.Hua@Example.com", "e-mail kept exactly")
+
+    second = await story.logical(
+        "booking.hold_slot",
+        {
+            "slotId": "slot-ai-001",
+            "customer": {"name": "Second User", "email": "second@example.com"},
+            "idempotencyKey": str(uuid.uuid4()),
+        },
+    )
+    story.say("booking.hold_slot slot-ai-001 (user B)", [second.get("error", {}).get("code", "")])
+    _expect_error(second, "SLOT_UNAVAILABLE")
+
+    intent = booking["confirmationIntent"]
+    queries_before = len(story.stub.requests)
+    stale = await story.logical(
+        "booking.confirm_booking",
+        {
+            "bookingId": booking["bookingId"],
+            "expectedVersion": booking["version"],
+            "idempotencyKey": str(uuid.uuid4()),
+            "humanApproval": _approval(intent, approved_at=_CLOCK.now() - timedelta(hours=1)),
+        },
+    )
+    story.say(
+        "confirm with an approval from an hour ago",
+        [f"{stale['error']['code']}; payment queries: {len(story.stub.requests) - queries_before}"],
+    )
+    _expect_error(stale, "HUMAN_APPROVAL_EXPIRED")
+    _expect(len(story.stub.requests) == queries_before, "expired approval never queries payment")
+
+    confirm_args = {
+        "bookingId": booking["bookingId"],
+        "expectedVersion": booking["version"],
+        "idempotencyKey": str(uuid.uuid4()),
+        "humanApproval": _approval(intent, approved_at=_CLOCK.now()),
+    }
+    story.stub.set_answer(booking["bookingId"], status="PENDING", amount="500.00", currency="CNY")
+    pending = await story.logical("booking.confirm_booking", confirm_args)
+    story.say(
+        "confirm while payment is PENDING",
+        [f"{pending['error']['code']} retryable={pending['error']['retryable']}"],
+    )
+    _expect_error(pending, "PAYMENT_PENDING")
+
+    story.stub.set_answer(
+        booking["bookingId"],
+        status="PAID",
+        amount="500.00",
+        currency="CNY",
+        paid_at=format_instant(_CLOCK.now()),
+    )
+    confirmed = await story.logical("booking.confirm_booking", confirm_args)
+    _expect(confirmed["ok"], f"confirm after PAID succeeds: {confirmed.get('error')}")
+    data = confirmed["data"]
+    story.say(
+        "confirm after PAID (same idempotencyKey, retried)",
+        [f"{data['status']} v{data['version']} paidAt {data['payment']['paidAt']}"],
+        confirmed["meta"]["serverResultCreatedAt"],
+    )
+    _expect(data["status"] == "CONFIRMED" and data["confirmationIntent"] is None, "confirmed")
+
+    got = await story.logical("booking.get_booking", {"bookingId": booking["bookingId"]})
+    story.say(
+        "booking.get_booking",
+        [json.dumps({k: got["data"][k] for k in ("status", "version", "confirmedAt")})],
+        got["meta"]["serverResultCreatedAt"],
+    )
+    _expect(got["data"]["status"] == "CONFIRMED", "get shows CONFIRMED")
+
+
+async def run() -> None:
+    """Run the demo once; raises DemoFailedError on the first deviation."""
+    exchanges = _Exchanges()
+    async with PaymentStub.running() as stub:
+        env = {**os.environ, "PAYMENT_QUERY_BASE_URL": stub.base_url}
+        with ServerProcess(env=env) as server:
+            print(f"server {server.url} (pid {server.pid}), payment stub {stub.base_url}")
+            async with open_client(server.url, on_exchange=exchanges.record) as client:
+                await _walk(_Story(client, stub, exchanges))
+    print("\ndemo finished: every step behaved as the contract says")
+
+
+def main() -> int:
+    """Console entry point for ``expert-booking-mcp demo``."""
+    try:
+        asyncio.run(run())
+    except DemoFailedError as exc:
+        print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
