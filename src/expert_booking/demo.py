@@ -132,7 +132,7 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     lines: list[str] = []
     offset: int | None = 0
     pages = 0
-    sha = ""
+    sha = created_at = ""
     while offset is not None:
         page = await story.call(
             "tool_catalog.read", {"uri": "tool://booking.hold_slot", "offset": offset, "limit": 40}
@@ -140,12 +140,14 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
         data = page["data"]
         lines += data["lines"]
         sha = data["sha256"]
+        created_at = page["meta"]["serverResultCreatedAt"]
         pages += 1
         offset = data["next"]["offset"] if data["next"] else None
     text = "\n".join(lines) + "\n"
     story.say(
         "tool_catalog.read tool://booking.hold_slot",
         [f"{len(lines)} lines in {pages} pages; sha256 {sha[:16]}…"],
+        created_at,
     )
     _expect(hashlib.sha256(text.encode()).hexdigest() == sha, "paged read reproduces the schema")
 
@@ -200,7 +202,11 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
             "idempotencyKey": str(uuid.uuid4()),
         },
     )
-    story.say("booking.hold_slot slot-ai-001 (user B)", [second.get("error", {}).get("code", "")])
+    story.say(
+        "booking.hold_slot slot-ai-001 (user B)",
+        [second.get("error", {}).get("code", "")],
+        second["meta"]["serverResultCreatedAt"],
+    )
     _expect_error(second, "SLOT_UNAVAILABLE")
 
     intent = booking["confirmationIntent"]
@@ -217,6 +223,7 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     story.say(
         "confirm with an approval from an hour ago",
         [f"{stale['error']['code']}; payment queries: {len(story.stub.requests) - queries_before}"],
+        stale["meta"]["serverResultCreatedAt"],
     )
     _expect_error(stale, "HUMAN_APPROVAL_EXPIRED")
     _expect(len(story.stub.requests) == queries_before, "expired approval never queries payment")
@@ -232,6 +239,7 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     story.say(
         "confirm while payment is PENDING",
         [f"{pending['error']['code']} retryable={pending['error']['retryable']}"],
+        pending["meta"]["serverResultCreatedAt"],
     )
     _expect_error(pending, "PAYMENT_PENDING")
 
@@ -265,7 +273,11 @@ async def run() -> None:
     """Run the demo once; raises DemoFailedError on the first deviation."""
     exchanges = _Exchanges()
     async with PaymentStub.running() as stub:
-        env = {**os.environ, "PAYMENT_QUERY_BASE_URL": stub.base_url}
+        env = {
+            **os.environ,
+            "PAYMENT_QUERY_BASE_URL": stub.base_url,
+            "PAYMENT_PAGE_BASE_URL": f"{stub.base_url}/pay",
+        }
         with ServerProcess(env=env) as server:
             print(f"server {server.url} (pid {server.pid}), payment stub {stub.base_url}")
             async with open_client(server.url, on_exchange=exchanges.record) as client:

@@ -139,13 +139,15 @@ class BookingService:
         cached = self._cache.get(key, now)
         if cached is not None:
             return dataclasses.replace(cached, cache_hit=True)
+        # Taken before reading: a page read before any invalidation (a concurrent write, or
+        # this search's own release) is never stored.
+        generation = self._cache.generation
         async with self._store.transaction() as tx:
             released = await tx.release_overdue(now)
             slots, total = await tx.search_free_slots(query, now, offset, command.limit)
             next_expiry = await tx.next_hold_expiry()
         if released:
             self._cache.invalidate()
-        generation = self._cache.generation
         end = offset + len(slots)
         page = SlotPage(
             slots=tuple(slots),
@@ -227,6 +229,10 @@ class BookingService:
                             )
                         )
         self._after_write(released=released, changed=isinstance(outcome, Booking))
+        if isinstance(outcome, Booking):
+            # FAILED/CLOSED were committed above (the slot is released) and are reported as
+            # errors, exactly as a replay of this idempotency key reports them.
+            outcome = payment_refusal(outcome) or outcome
         return _unwrap(outcome)
 
     async def get_booking(self, booking_id: str) -> Booking:

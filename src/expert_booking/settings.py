@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ class Settings:
         default=tuple(f"http://{name}" for name in LOOPBACK_NAMES)
     )
     max_body_bytes: int = 32 * 1024
+    db_busy_timeout_ms: int = 5000
 
     @property
     def hold_ttl(self) -> timedelta:
@@ -97,8 +99,8 @@ def _port(raw: str) -> int:
 
 def _positive_float(raw: str) -> float:
     value = float(raw)
-    if value <= 0:
-        raise ValueError("must be a positive number")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("must be a positive, finite number")
     return value
 
 
@@ -128,4 +130,5 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "PAYMENT_TIMEOUT_SECONDS": ("payment_timeout_seconds", _positive_float),
     "ALLOWED_HOSTS": ("allowed_hosts", _csv),
     "ALLOWED_ORIGINS": ("allowed_origins", _csv),
+    "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _positive_int),
 }

@@ -10,6 +10,11 @@ from typing import Any
 
 from expert_booking.domain.errors import InvalidCursorError
 
+# Real cursors are ~40 characters. The bound keeps hostile tokens from reaching json.loads
+# (deeply nested JSON raises RecursionError) and offsets within SQLite's 64-bit integers.
+_MAX_TOKEN_LENGTH = 256
+_MAX_OFFSET = 2**63 - 1
+
 
 def query_binding(query: dict[str, Any]) -> str:
     """A short digest of the query's filters; a cursor only works with the same filters."""
@@ -29,6 +34,8 @@ def decode_cursor(token: str, binding: str) -> int:
     Raises:
         InvalidCursorError: the token is malformed or was issued for another query.
     """
+    if len(token) > _MAX_TOKEN_LENGTH:
+        raise InvalidCursorError
     try:
         padded = token + "=" * (-len(token) % 4)
         doc = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
@@ -37,6 +44,6 @@ def decode_cursor(token: str, binding: str) -> int:
     if not isinstance(doc, dict) or doc.get("q") != binding:
         raise InvalidCursorError
     offset = doc.get("o")
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= _MAX_OFFSET:
         raise InvalidCursorError
     return offset

@@ -36,8 +36,8 @@ def format_instant(value: datetime) -> str:
     if value.tzinfo is None:
         msg = "naive datetime"
         raise ValueError(msg)
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # isoformat is ~3x faster than strftime; this runs several times per request.
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_instant(text: str) -> datetime:

@@ -1,0 +1,918 @@
+"""Benchmark: the real server against a floor server, measured in the same run, as ratios.
+
+Usage::
+
+    python -m harness.bench [--quick] [--out bench-results/report.json] [--rounds N]
+
+What runs (docs/perf-floor.md is the method):
+
+* Three child processes, each ``python -m ... serve`` with the CLI's uvicorn settings (uvloop +
+  httptools, access log off, ``gc.freeze()`` after startup) and pinned to CPU 1 where the box has
+  two CPUs (``sched_setaffinity`` in the child before exec, like ``taskset -c 1``); this process,
+  the load generator and the payment stub, is pinned to CPU 0:
+
+  - ``floor``: ``harness.floor_app`` (same gates, timestamps, SDK and Litestar; one no-op tool);
+  - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
+    tools are measured here;
+  - ``real+slots``: the same CLI on a bench database = the store's own migrations and seed plus
+    ``--slots`` extra slots (``add_bench_slots``), so that every measured hold is a successful
+    hold transaction of its own slot and every confirm is a full confirm (fresh approval, the
+    payment GET answered PAID by the stub, the PENDING -> PAID commit).
+
+* Per round (``--rounds``, order shuffled each round, floor included): for every configuration a
+  short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window.
+  Ratios are taken per round against the floor's no-op ``tools/call`` of the same round, then the
+  median over rounds is reported: p50 at c=1, req/s at c=16 and server CPU us/request at c=16
+  (the most noise-robust figure: utime+stime of the server process over the window).
+* Cold start: median of ``--spawns`` spawns of the CLI on a fresh database, Popen to ready line
+  and to the first ``tools/list`` answer. Peak RSS: ``VmHWM`` of the ``real`` server at the end.
+* Context bytes: the bytes of ``tools/list`` and the bytes a model must read to make one booking
+  (defined in ``booking_bytes``).
+
+The JSON report goes to ``--out`` (default ``bench-results/report-<UTC time>.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+
+from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.domain.model import format_instant
+from expert_booking.testing.payment_stub import PaymentStub
+from harness.loadgen import (
+    Check,
+    LoadResult,
+    McpCall,
+    Reply,
+    confirm_arguments,
+    encode,
+    envelope_ok,
+    hold_arguments,
+    jsonrpc_ok,
+    logical,
+    make_http_client,
+    run_load,
+    send,
+    tools_call,
+    tools_list,
+)
+from harness.serve_controlled import ChildServer
+
+BENCH_EXPERT_ID = "exp-bench-001"
+BENCH_SLOT_PREFIX = "slot-bench-"
+BENCH_PRICE = ("500.00", "CNY")
+_BENCH_FIRST_START = datetime(2031, 1, 1, tzinfo=UTC)
+
+SERVER_CPU = 1
+LOADGEN_CPU = 0
+READ_P50_MAX_RATIO = 1.5
+READ_RPS_MIN_RATIO = 0.6
+HOLD_RPS_MIN_RATIO = 0.4
+COLD_START_MAX_S = 2.0
+
+
+# --------------------------------------------------------------------------------------------
+# bench database
+
+
+def bench_slot_id(index: int) -> str:
+    return f"{BENCH_SLOT_PREFIX}{index:06d}"
+
+
+async def create_bench_db(db_path: Path, slots: int) -> None:
+    """Create ``db_path`` with the store's own migrations and seed, plus ``slots`` bench slots.
+
+    The extra slots belong to one extra expert (``exp-bench-001``, specialty ``BENCH``), start
+    hourly from 2031-01-01 and cost 500.00 CNY; ids are ``slot-bench-000000``, ... . Callable on
+    an existing database too (already present rows are kept).
+    """
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    add_bench_slots(db_path, slots)
+
+
+def add_bench_slots(db_path: Path, slots: int) -> None:
+    """Insert the bench expert and ``slots`` hourly slots into a migrated database."""
+    rows = []
+    for index in range(slots):
+        starts = _BENCH_FIRST_START + timedelta(hours=index)
+        rows.append(
+            (
+                bench_slot_id(index),
+                BENCH_EXPERT_ID,
+                format_instant(starts),
+                format_instant(starts + timedelta(minutes=50)),
+                *BENCH_PRICE,
+            )
+        )
+    with closing(sqlite3.connect(db_path, timeout=10)) as db, db:
+        db.execute(
+            "INSERT OR IGNORE INTO experts (expert_id, name, specialty, keywords) "
+            "VALUES (?, ?, ?, ?)",
+            (BENCH_EXPERT_ID, "Bench Expert", "BENCH", "benchmark load test"),
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO slots (slot_id, expert_id, starts_at, ends_at, price_amount, "
+            "price_currency) VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# child processes
+
+
+def _pin(cpu: int) -> Callable[[], None] | None:
+    """A preexec function pinning the child to ``cpu`` (None where that is impossible)."""
+    if not hasattr(os, "sched_setaffinity") or cpu not in os.sched_getaffinity(0):
+        return None
+
+    def pin() -> None:
+        os.sched_setaffinity(0, {cpu})
+
+    return pin
+
+
+def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ChildServer:
+    argv = [sys.executable, "-m", "expert_booking", "serve", "--host", "127.0.0.1"]
+    argv += ["--port", "0", "--db", str(db_path)]
+    return ChildServer(argv, env=env, preexec=_pin(SERVER_CPU) if pin else None, keep_stderr=False)
+
+
+def floor_server(env: dict[str, str], *, pin: bool) -> ChildServer:
+    argv = [sys.executable, "-m", "harness.bench", "--serve-floor"]
+    return ChildServer(argv, env=env, preexec=_pin(SERVER_CPU) if pin else None, keep_stderr=False)
+
+
+def serve_floor() -> int:
+    """Child entry: the floor app under the CLI's uvicorn settings on a free loopback port."""
+    from expert_booking.settings import Settings
+    from harness.floor_app import build_floor_app
+    from harness.serve_controlled import serve_like_cli
+
+    settings = Settings.from_env().with_overrides(host="127.0.0.1", port=0)
+    serve_like_cli(build_floor_app(settings), host=settings.host, port=settings.port)
+    return 0
+
+
+def peak_rss_kib(pid: int) -> int | None:
+    """``VmHWM`` (peak resident set) of ``pid`` in KiB, from ``/proc``."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# configurations
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long and how much to measure."""
+
+    rounds: int
+    window_s: float
+    warmup_s: float
+    max_requests: int
+    confirm_batch: dict[int, int]
+    spawns: int
+    slots: int
+
+
+FULL = Plan(
+    rounds=3,
+    window_s=2.0,
+    warmup_s=0.4,
+    max_requests=50_000,
+    confirm_batch={1: 800, 16: 1500},
+    spawns=5,
+    slots=40_000,
+)
+QUICK = Plan(
+    rounds=1,
+    window_s=0.15,
+    warmup_s=0.03,
+    max_requests=400,
+    confirm_batch={1: 40, 16: 80},
+    spawns=1,
+    slots=2_000,
+)
+
+
+@dataclass
+class Bench:
+    """The servers, clients and shared state of one run."""
+
+    plan: Plan
+    urls: dict[str, str]
+    pids: dict[str, int]
+    clients: dict[str, httpx2.AsyncClient]
+    stub: PaymentStub
+    get_booking_id: str
+    next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
+    sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
+
+    def slot(self) -> str:
+        index = next(self.next_slot)
+        if index >= self.plan.slots:
+            msg = f"the bench database has only {self.plan.slots} extra slots; raise --slots"
+            raise RuntimeError(msg)
+        return bench_slot_id(index)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One measured request type: which server, how request ``i`` looks, what counts as ok."""
+
+    name: str
+    server: str
+    kind: str  # floor | read | hold | confirm | info
+    check: Check
+    make: Callable[[Bench], McpCall] | None = None
+    prepare: Callable[[Bench, int], Any] | None = None  # async (bench, count) -> make_call
+
+
+def _search_miss(bench: Bench) -> McpCall:
+    """A slot search whose cache key is new every time (startsAfter moves by one second)."""
+    second = next(bench.sequence)
+    starts_after = format_instant(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=second))
+    return logical(
+        "booking.search_available_slots", {"query": "AI", "limit": 5, "startsAfter": starts_after}
+    )
+
+
+async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall]:
+    """Hold ``count`` fresh bench slots (untimed), answer PAID for each, approve each now."""
+    held: list[dict[str, Any]] = []
+
+    async def keep(_index: int, reply: Reply) -> None:
+        if reply.envelope.get("ok"):
+            held.append(reply.envelope["data"])
+
+    await run_load(
+        bench.clients["real+slots"],
+        bench.urls["real+slots"],
+        lambda _i: logical("booking.hold_slot", hold_arguments(bench.slot())),
+        requests=count,
+        concurrency=16,
+        time_limit_s=120,
+        on_reply=keep,
+    )
+    approved_at = datetime.now(UTC)
+    calls = []
+    for booking in held:
+        bench.stub.set_answer(booking["bookingId"], status="PAID", amount=BENCH_PRICE[0])
+        arguments = confirm_arguments(booking, approved_at=approved_at)
+        calls.append(logical("booking.confirm_booking", arguments))
+    return lambda index: calls[index]
+
+
+CONFIGS: tuple[Config, ...] = (
+    Config("floor noop tools/call", "floor", "floor", jsonrpc_ok, lambda _: tools_call("noop", {})),
+    Config("tools/list", "real", "read", jsonrpc_ok, lambda _: tools_list()),
+    Config(
+        "tool_catalog.search",
+        "real",
+        "read",
+        envelope_ok,
+        lambda _: tools_call("tool_catalog.search", {"query": "hold a slot", "limit": 5}),
+    ),
+    Config(
+        "tool_catalog.read",
+        "real",
+        "read",
+        envelope_ok,
+        lambda _: tools_call(
+            "tool_catalog.read", {"uri": "tool://booking.hold_slot", "offset": 0, "limit": 40}
+        ),
+    ),
+    Config(
+        "call search_slots (cache hit)",
+        "real",
+        "read",
+        envelope_ok,
+        lambda _: logical("booking.search_available_slots", {"query": "AI", "limit": 5}),
+    ),
+    Config("call search_slots (cache miss)", "real", "read", envelope_ok, _search_miss),
+    Config(
+        "call get_booking",
+        "real",
+        "read",
+        envelope_ok,
+        lambda b: logical("booking.get_booking", {"bookingId": b.get_booking_id}),
+    ),
+    Config(
+        "call hold_slot",
+        "real+slots",
+        "hold",
+        envelope_ok,
+        lambda b: logical("booking.hold_slot", hold_arguments(b.slot())),
+    ),
+    Config("call confirm_booking", "real+slots", "confirm", envelope_ok, prepare=_prepare_confirms),
+    Config("call search_slots (miss, +slots db)", "real+slots", "info", envelope_ok, _search_miss),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# measuring
+
+
+async def measure(bench: Bench, config: Config, concurrency: int, window_s: float) -> LoadResult:
+    client = bench.clients[config.server]
+    url = bench.urls[config.server]
+    requests = bench.plan.max_requests
+    if config.prepare is not None:
+        count = bench.plan.confirm_batch[concurrency]
+        if window_s < bench.plan.window_s:  # warm-up
+            count = max(4, count // 10)
+        make_call = await config.prepare(bench, count)
+        requests = count
+    else:
+        assert config.make is not None
+        make = config.make
+        make_call = lambda _index: make(bench)  # noqa: E731 - one-line adapter
+    return await run_load(
+        client,
+        url,
+        make_call,
+        requests=requests,
+        concurrency=concurrency,
+        time_limit_s=window_s,
+        label=config.name,
+        check=config.check,
+        server_pid=bench.pids[config.server],
+    )
+
+
+@dataclass
+class Row:
+    config: Config
+    runs: dict[int, list[LoadResult]] = field(default_factory=lambda: {1: [], 16: []})
+
+
+async def run_rounds(bench: Bench, configs: tuple[Config, ...]) -> dict[str, Row]:
+    rows = {config.name: Row(config) for config in configs}
+    rng = random.Random(20261129)
+    for round_number in range(bench.plan.rounds):
+        order = list(configs)
+        rng.shuffle(order)
+        for config in order:
+            await measure(bench, config, 16, bench.plan.warmup_s)
+            for concurrency in (1, 16):
+                result = await measure(bench, config, concurrency, bench.plan.window_s)
+                rows[config.name].runs[concurrency].append(result)
+                _progress(round_number, result)
+    return rows
+
+
+def _progress(round_number: int, result: LoadResult) -> None:
+    summary = result.summary()
+    print(
+        f"  round {round_number + 1} {result.label:<38} c={result.concurrency:<2} "
+        f"n={summary['requests']:<6} p50={summary['p50_ms']} ms  {summary['req_per_s']} req/s"
+        + (f"  failures={summary['failures']}" if summary["failures"] else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _median(values: list[float | None]) -> float | None:
+    clean = [value for value in values if value is not None]
+    return statistics.median(clean) if clean else None
+
+
+def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
+    floor = rows["floor noop tools/call"].runs
+    table = []
+    for row in rows.values():
+        entry: dict[str, Any] = {"name": row.config.name, "server": row.config.server}
+        entry["kind"] = row.config.kind
+        for concurrency, runs in row.runs.items():
+            entry[f"c{concurrency}"] = {
+                "p50_ms": _median([run.percentile_ms(50) for run in runs]),
+                "p99_ms": _median([run.percentile_ms(99) for run in runs]),
+                "req_per_s": _median([run.throughput for run in runs]),
+                "server_cpu_us_per_req": _median([run.server_cpu_us_per_request for run in runs]),
+                "loadgen_cpu_share": _median([run.client_cpu_share for run in runs]),
+                "requests": sum(run.count for run in runs),
+                "failures": _merge([run.failures for run in runs]),
+                "runs": [run.summary() for run in runs],
+            }
+        pairs = list(zip(row.runs[1], floor[1], strict=True))
+        entry["p50_ratio_c1"] = _median(
+            [run.percentile_ms(50) / base.percentile_ms(50) for run, base in pairs]
+        )
+        pairs16 = list(zip(row.runs[16], floor[16], strict=True))
+        entry["rps_ratio_c16"] = _median(
+            [run.throughput / base.throughput for run, base in pairs16]
+        )
+        entry["cpu_ratio_c16"] = _median(
+            [
+                run.server_cpu_us_per_request / base.server_cpu_us_per_request
+                for run, base in pairs16
+                if run.server_cpu_us_per_request and base.server_cpu_us_per_request
+            ]
+        )
+        entry["target"], entry["pass"] = _verdict(entry)
+        table.append(entry)
+    return table
+
+
+def _merge(counters: list[dict[str, int]]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for counter in counters:
+        for key, value in counter.items():
+            merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+def _verdict(entry: dict[str, Any]) -> tuple[str, bool | None]:
+    kind = entry["kind"]
+    if kind == "read":
+        ok = (entry["p50_ratio_c1"] or 99) <= READ_P50_MAX_RATIO and (
+            entry["rps_ratio_c16"] or 0
+        ) >= READ_RPS_MIN_RATIO
+        return f"p50 <= {READ_P50_MAX_RATIO}x, req/s >= {READ_RPS_MIN_RATIO}x", ok
+    if kind == "hold":
+        ok = (entry["rps_ratio_c16"] or 0) >= HOLD_RPS_MIN_RATIO
+        return f"req/s >= {HOLD_RPS_MIN_RATIO}x", ok
+    return "-", None
+
+
+# --------------------------------------------------------------------------------------------
+# cold start, context bytes
+
+
+def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]:
+    """Spawn the CLI ``spawns`` times on a fresh database: Popen -> ready line -> tools/list."""
+    ready: list[float] = []
+    first_response: list[float] = []
+    for _ in range(spawns):
+        with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
+            server = cli_server(Path(tmp) / "cold.db", env, pin=pin)
+            started = time.perf_counter()
+            server.start()
+            try:
+                ready.append(time.perf_counter() - started)
+                first_response.append(asyncio.run(_first_list(server.url)) + ready[-1])
+            finally:
+                server.stop()
+    return {
+        "spawns": spawns,
+        "ready_s_median": statistics.median(ready),
+        "ready_s_all": [round(value, 3) for value in ready],
+        "first_tools_list_s_median": statistics.median(first_response),
+        "target_s": COLD_START_MAX_S,
+        "pass": statistics.median(ready) <= COLD_START_MAX_S,
+    }
+
+
+async def _first_list(url: str) -> float:
+    started = time.perf_counter()
+    async with make_http_client(connections=1) as client:
+        reply = await send(client, url, tools_list())
+    assert jsonrpc_ok(0, reply) is None, reply.message
+    return time.perf_counter() - started
+
+
+def _model_text(reply: Reply) -> int:
+    """Bytes of what a host shows the model for a tool result: its text content (the envelope)."""
+    content = reply.result.get("content") or []
+    return sum(len(item.get("text", "").encode()) for item in content if isinstance(item, dict))
+
+
+async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub) -> dict[str, Any]:
+    """The bytes a model reads to make one booking with this server, step by step.
+
+    Steps: ``tools/list`` (model-visible: the ``tools`` array as JSON, what a host puts in the
+    prompt); one ``tool_catalog.search``; every page of ``tool_catalog.read`` (limit 100 lines)
+    for the three schemas the booking needs (search_available_slots, hold_slot,
+    confirm_booking); then the results of search slots, hold and confirm. For tool results the
+    model-visible bytes are the text content (the envelope JSON; ``structuredContent`` repeats
+    it for programs). ``wire`` counts whole HTTP response bodies.
+    """
+    steps: list[dict[str, Any]] = []
+
+    async def step(label: str, call: McpCall, visible: Callable[[Reply], int]) -> Reply:
+        reply = await send(client, url, call)
+        assert reply.status_code == 200, reply.message
+        steps.append({"step": label, "model_bytes": visible(reply), "wire_bytes": reply.size})
+        return reply
+
+    def tools_array(reply: Reply) -> int:
+        return len(json.dumps(reply.result["tools"], separators=(",", ":")).encode())
+
+    listed = await step("tools/list", tools_list(), tools_array)
+    found = await step(
+        "tool_catalog.search 'book an expert slot'",
+        tools_call("tool_catalog.search", {"query": "book an expert slot", "limit": 5}),
+        _model_text,
+    )
+    names = {item["name"] for item in found.envelope["data"]["items"]}
+    needed = ["booking.search_available_slots", "booking.hold_slot", "booking.confirm_booking"]
+    for name in needed:
+        if name not in names:
+            await step(
+                f"tool_catalog.search '{name}'",
+                tools_call("tool_catalog.search", {"query": name, "limit": 1}),
+                _model_text,
+            )
+        offset: int | None = 0
+        while offset is not None:
+            page = await step(
+                f"tool_catalog.read {name} @{offset}",
+                tools_call(
+                    "tool_catalog.read", {"uri": f"tool://{name}", "offset": offset, "limit": 100}
+                ),
+                _model_text,
+            )
+            following = page.envelope["data"]["next"]
+            offset = following["offset"] if following else None
+    slots = await step(
+        "call search_available_slots",
+        logical("booking.search_available_slots", {"query": "AI", "limit": 5}),
+        _model_text,
+    )
+    slot_id = slots.envelope["data"]["slots"][0]["slotId"]
+    held = await step(
+        "call hold_slot", logical("booking.hold_slot", hold_arguments(slot_id)), _model_text
+    )
+    booking = held.envelope["data"]
+    stub.set_answer(booking["bookingId"], status="PAID", amount=booking["payment"]["amount"])
+    confirmed = await step(
+        "call confirm_booking",
+        logical(
+            "booking.confirm_booking", confirm_arguments(booking, approved_at=datetime.now(UTC))
+        ),
+        _model_text,
+    )
+    assert confirmed.envelope["ok"], confirmed.message
+    return {
+        "tools_list_wire_bytes": listed.size,
+        "tools_list_model_bytes": steps[0]["model_bytes"],
+        "one_booking_model_bytes": sum(s["model_bytes"] for s in steps),
+        "one_booking_wire_bytes": sum(s["wire_bytes"] for s in steps),
+        "steps": steps,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# in process: CPU per request without sockets (robust against a noisy box), and cProfile
+
+
+class AsgiCaller:
+    """Sends an encoded MCP request straight into an ASGI app (no sockets, no HTTP client)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def send(self, call: McpCall) -> Reply:
+        headers, body = encode(call)
+        stamp = format_instant(datetime.now(UTC))
+        message = json.loads(body)
+        message["params"]["_meta"]["clientSentAt"] = stamp
+        payload = json.dumps(message, separators=(",", ":")).encode()
+        raw = [(name.encode(), value.encode()) for name, value in headers.items()]
+        raw += [
+            (b"host", b"127.0.0.1:3000"),
+            (b"x-mcp-client-sent-at", stamp.encode()),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "root_path": "",
+            "query_string": b"",
+            "headers": raw,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 3000),
+            "state": {},
+        }
+        chunks: list[bytes] = []
+        status = 0
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                await asyncio.Event().wait()  # no disconnect while the app works
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+
+        async def send(event: dict[str, Any]) -> None:
+            nonlocal status
+            if event["type"] == "http.response.start":
+                status = event["status"]
+            elif event["type"] == "http.response.body":
+                chunks.append(event.get("body", b""))
+
+        await self._app(scope, receive, send)
+        data = b"".join(chunks)
+        return Reply(status, json.loads(data), len(data))
+
+
+def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:
+    booking_id = request.url.path.rsplit("/", 1)[-1]
+    body = {
+        "bookingId": booking_id,
+        "status": "PAID",
+        "amount": BENCH_PRICE[0],
+        "currency": BENCH_PRICE[1],
+        "paidAt": "2030-01-01T00:00:00.000Z",
+    }
+    return httpx.Response(200, json=body)
+
+
+async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str, Any]:
+    """Server CPU per request of every configuration, in this process, at concurrency 1.
+
+    The apps are the real ones (``build_asgi_app``; the floor's ``build_floor_app``) with the
+    payment service answered by an ``httpx.MockTransport`` (so confirm excludes the HTTP
+    client's cost). Requests go straight into the ASGI app: the figure is the server's own
+    CPU per request, without uvicorn and sockets. With ``profile`` set to a configuration
+    name, that configuration runs under cProfile and the top functions are printed.
+    """
+    import cProfile
+    import pstats
+
+    from expert_booking.bootstrap import build_asgi_app
+    from expert_booking.settings import Settings
+    from harness.floor_app import build_floor_app
+    from harness.inprocess import inprocess_app
+
+    costs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp_name:
+        tmp = Path(tmp_name)
+        await create_bench_db(tmp / "bench.db", plan.slots)
+        transport = httpx.MockTransport(_paid_for_every_booking)
+        settings = Settings(payment_query_base_url="http://payments.test", hold_ttl_seconds=3600)
+        apps = {
+            "floor": build_floor_app(settings),
+            "real": build_asgi_app(
+                dataclasses.replace(settings, db_path=tmp / "seed.db"), payments_transport=transport
+            ),
+            "real+slots": build_asgi_app(
+                dataclasses.replace(settings, db_path=tmp / "bench.db"),
+                payments_transport=transport,
+            ),
+        }
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {}
+            for name, app in apps.items():
+                asgi = await stack.enter_async_context(inprocess_app(app))
+                clients[name] = await stack.enter_async_context(make_http_client(inner=asgi))
+            callers = {name: AsgiCaller(app) for name, app in apps.items()}
+            url = "http://127.0.0.1:3000/mcp"
+            seed_hold = await callers["real"].send(
+                logical("booking.hold_slot", hold_arguments("slot-law-002"))
+            )
+            bench = Bench(
+                plan=dataclasses.replace(plan, confirm_batch={1: requests, 16: requests}),
+                urls=dict.fromkeys(apps, url),
+                pids={},
+                clients=clients,
+                stub=_NoStub(),  # type: ignore[arg-type]
+                get_booking_id=seed_hold.envelope["data"]["bookingId"],
+            )
+            for config in CONFIGS:
+                if profile is not None and config.name != profile:
+                    continue
+                caller = callers[config.server]
+                make_call = await _calls_for(bench, config, requests * 2)
+                for index in range(min(requests, 200)):  # warm-up
+                    await caller.send(make_call(index))
+                profiler = cProfile.Profile() if profile else None
+                cpu = time.process_time()
+                if profiler:
+                    profiler.enable()
+                for index in range(requests, 2 * requests):
+                    reply = await caller.send(make_call(index))
+                    failure = config.check(index, reply)
+                    if failure is not None:
+                        raise RuntimeError(f"{config.name}: {failure} {reply.message}")
+                if profiler:
+                    profiler.disable()
+                costs[config.name] = (time.process_time() - cpu) / requests * 1e6
+                print(f"  in process {config.name:<38} {costs[config.name]:8.0f} us CPU/request")
+                if profiler:
+                    stats = pstats.Stats(profiler)
+                    stats.sort_stats("tottime").print_stats(30)
+                    stats.sort_stats("cumulative").print_stats(40)
+    floor = costs.get("floor noop tools/call")
+    return {
+        "requests": requests,
+        "cpu_us_per_request": {name: round(value, 1) for name, value in costs.items()},
+        "ratio_to_floor": {name: round(value / floor, 2) for name, value in costs.items() if floor},
+    }
+
+
+class _NoStub:
+    """In process the payment service is a MockTransport that answers PAID for everything."""
+
+    def set_answer(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
+async def _calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
+    if config.prepare is not None:
+        return await config.prepare(bench, count)  # type: ignore[no-any-return]
+    assert config.make is not None
+    make = config.make
+    return lambda _index: make(bench)
+
+
+# --------------------------------------------------------------------------------------------
+# report
+
+
+def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
+    header = (
+        f"{'configuration':<36} {'c1 p50':>7} {'c1 p99':>7} {'c1 r/s':>7} "
+        f"{'c16 p50':>7} {'c16 p99':>7} {'c16 r/s':>7} {'cpu/req':>7} "
+        f"{'p50 x':>6} {'r/s x':>6} {'cpu x':>6}  verdict"
+    )
+    print(header)
+    print("-" * len(header))
+    for entry in table:
+        c1, c16 = entry["c1"], entry["c16"]
+        verdict = {True: "PASS", False: "MISS", None: ""}[entry["pass"]]
+        print(
+            f"{entry['name']:<36} {_f(c1['p50_ms'])} {_f(c1['p99_ms'])} {_f(c1['req_per_s'], 0)} "
+            f"{_f(c16['p50_ms'])} {_f(c16['p99_ms'])} {_f(c16['req_per_s'], 0)} "
+            f"{_f(c16['server_cpu_us_per_req'], 0)} {_f(entry['p50_ratio_c1'], 2, 6)} "
+            f"{_f(entry['rps_ratio_c16'], 2, 6)} {_f(entry['cpu_ratio_c16'], 2, 6)}  "
+            f"{verdict} {entry['target'] if entry['target'] != '-' else ''}"
+        )
+    print("(ms; r/s = requests/s; cpu/req = server CPU us per request at c=16; x = ratio to the")
+    print(" floor's no-op tools/call in the same round, median over rounds)")
+    cold = extra["cold_start"]
+    print(
+        f"cold start (CLI, fresh db, median of {cold['spawns']}): "
+        f"ready {cold['ready_s_median']:.3f} s"
+        f", first tools/list {cold['first_tools_list_s_median']:.3f} s"
+        f"  {'PASS' if cold['pass'] else 'MISS'} <= {COLD_START_MAX_S} s"
+    )
+    rss = extra["peak_rss_kib"]
+    print(
+        f"peak RSS: real {rss.get('real')} KiB, real+slots {rss.get('real+slots')} KiB, "
+        f"floor {rss.get('floor')} KiB"
+    )
+    size = extra["context_bytes"]
+    print(
+        f"tools/list: {size['tools_list_model_bytes']} B model-visible "
+        f"({size['tools_list_wire_bytes']} B on the wire); one booking: "
+        f"{size['one_booking_model_bytes']} B model-visible in {len(size['steps'])} steps "
+        f"({size['one_booking_wire_bytes']} B on the wire)"
+    )
+    print(f"placement: {extra['placement']}")
+
+
+def _f(value: float | None, digits: int = 2, width: int = 7) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+
+
+# --------------------------------------------------------------------------------------------
+# main
+
+
+async def run(plan: Plan) -> dict[str, Any]:
+    pin = _pin(SERVER_CPU) is not None and _pin(LOADGEN_CPU) is not None
+    if pin:
+        os.sched_setaffinity(0, {LOADGEN_CPU})
+    placement = (
+        f"servers on CPU {SERVER_CPU}, load generator + payment stub on CPU {LOADGEN_CPU} "
+        "(sched_setaffinity, as taskset -c)"
+        if pin
+        else "unpinned (fewer than 2 usable CPUs): compare only with unpinned runs"
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        await create_bench_db(tmp / "bench.db", plan.slots)
+        async with PaymentStub.running() as stub, contextlib.AsyncExitStack() as stack:
+            env = {
+                **os.environ,
+                "PAYMENT_QUERY_BASE_URL": stub.base_url,
+                "HOLD_TTL_SECONDS": "3600",
+            }
+            servers = {
+                "floor": floor_server(env, pin=pin),
+                "real": cli_server(tmp / "seed.db", env, pin=pin),
+                "real+slots": cli_server(tmp / "bench.db", env, pin=pin),
+            }
+            for server in servers.values():
+                server.launch()
+                stack.callback(server.stop)
+            for server in servers.values():
+                server.wait_ready()
+            clients = {
+                name: await stack.enter_async_context(make_http_client(connections=16))
+                for name in servers
+            }
+            urls = {name: server.url for name, server in servers.items()}
+            seed_hold = await send(
+                clients["real"],
+                urls["real"],
+                logical("booking.hold_slot", hold_arguments("slot-law-002")),
+            )
+            bench = Bench(
+                plan=plan,
+                urls=urls,
+                pids={name: server.pid for name, server in servers.items()},
+                clients=clients,
+                stub=stub,
+                get_booking_id=seed_hold.envelope["data"]["bookingId"],
+            )
+            started = time.perf_counter()
+            rows = await run_rounds(bench, CONFIGS)
+            elapsed = time.perf_counter() - started
+            context = await booking_bytes(clients["real"], urls["real"], stub)
+            rss = {name: peak_rss_kib(server.pid) for name, server in servers.items()}
+        cold = await asyncio.to_thread(cold_start, plan.spawns, env, pin=pin)
+    table = summarize(rows)
+    extra = {
+        "cold_start": cold,
+        "peak_rss_kib": rss,
+        "context_bytes": context,
+        "placement": placement,
+    }
+    print_table(table, extra)
+    return {
+        "created_at": format_instant(datetime.now(UTC)),
+        "python": sys.version.split()[0],
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "plan": dataclasses.asdict(plan),
+        "measure_seconds": round(elapsed, 1),
+        "results": table,
+        **extra,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smoke run with tiny counts")
+    parser.add_argument("--out", type=Path, help="JSON report path")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 1)")
+    parser.add_argument("--window", type=float, help="seconds per measurement (default 2)")
+    parser.add_argument(
+        "--inprocess",
+        action="store_true",
+        help="server CPU per request in process (no sockets) instead of the HTTP benchmark",
+    )
+    parser.add_argument("--profile", metavar="CONFIG", help="cProfile one configuration in process")
+    parser.add_argument("--requests", type=int, default=2000, help="in-process requests per config")
+    parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_floor:
+        return serve_floor()
+    if args.inprocess or args.profile:
+        plan = dataclasses.replace(QUICK, slots=max(QUICK.slots, args.requests * 8))
+        report = asyncio.run(inprocess(plan, args.requests, args.profile))
+        print(json.dumps(report, indent=2))
+        return 0
+    plan = QUICK if args.quick else FULL
+    if args.rounds:
+        plan = dataclasses.replace(plan, rounds=args.rounds)
+    if args.window:
+        plan = dataclasses.replace(plan, window_s=args.window)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or Path("bench-results") / f"report-{stamp}.json"
+    report = asyncio.run(run(plan))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"report: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

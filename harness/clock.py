@@ -1,0 +1,59 @@
+"""A test clock for a spawned server: system time plus an offset that a test writes to a file.
+
+The test process moves a child server's time forward without sleeping: it calls
+``write_offset(path, seconds)``, and the server's next ``now()`` sees the new offset. The file is
+replaced atomically (write to a sibling, then ``os.replace``), so a reader never sees a half-written
+value, and the clock re-reads it only when the file's identity (inode, mtime, size) changed: one
+``os.stat`` per call, no read on the hot path.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+
+def write_offset(path: Path, seconds: float) -> None:
+    """Set the offset (seconds, may be negative) that every ``OffsetFileClock`` on ``path`` adds."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(f"{seconds!r}\n", encoding="ascii")
+    tmp.replace(path)
+
+
+def read_offset(path: Path) -> float:
+    """The offset currently stored in ``path`` (0 when the file does not exist)."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return 0.0
+    return float(text) if text else 0.0
+
+
+class OffsetFileClock:
+    """Implements the ``Clock`` port: ``datetime.now(UTC) + offset``, offset read from a file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._identity: tuple[int, int, int] | None = None
+        self._offset = timedelta(0)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def now(self) -> datetime:
+        self._refresh()
+        return datetime.now(UTC) + self._offset
+
+    def _refresh(self) -> None:
+        try:
+            stat = self._path.stat()
+        except FileNotFoundError:
+            self._identity = None
+            self._offset = timedelta(0)
+            return
+        identity = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if identity != self._identity:
+            self._offset = timedelta(seconds=read_offset(self._path))
+            self._identity = identity

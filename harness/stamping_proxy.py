@@ -1,0 +1,337 @@
+"""Loopback reverse proxy that puts the project's client timestamp on every request.
+
+Third-party MCP clients (the official conformance suite among them) do not send
+``x-mcp-client-sent-at``, which the server requires (CONTRACT section 2). This proxy sits between
+such a client and the real server and forwards each request through an ``httpx2.AsyncClient``
+whose transport is :class:`expert_booking.client.ClientSentAtTransport`, so the stamp is applied
+exactly as the project's own clients apply it. The proxy has no timestamp logic of its own.
+
+Everything else passes through untouched: method, raw path, query string, body and every request
+header in order, including ``Host`` and ``Origin`` (so DNS-rebinding checks still test the
+server). Only hop-by-hop headers (RFC 9110 section 7.6.1) are dropped, in both directions, and
+optional whitespace around a request header value is not re-sent (RFC 9110 section 5.5: it is not
+part of the value; the HTTP/1.1 client library refuses to send it). A server's own handling of
+such whitespace therefore has to be probed directly, not through this proxy. The
+response streams back with its status and headers; uvicorn adds no ``date``/``server`` header.
+
+Usage::
+
+    with StampingProxy.running("http://127.0.0.1:3000/mcp") as proxy:
+        print(proxy.url)            # http://127.0.0.1:<port>/mcp, same path as the upstream
+
+    python -m harness.stamping_proxy http://127.0.0.1:3000/mcp [--port 3001]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import uvicorn
+
+from expert_booking.client import ClientSentAtTransport
+
+__all__ = ("ProxyApp", "StampingProxy", "ThreadedServer")
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Any]
+Send = Callable[[Message], Any]
+
+HOP_BY_HOP: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+"""Headers that describe one connection, not the message (RFC 9110 section 7.6.1)."""
+
+MAX_BODY_BYTES: Final = 16 * 1024 * 1024
+"""Bodies up to this size are forwarded (the server itself answers 413 above 32 KiB)."""
+
+READY_TIMEOUT_S: Final = 10.0
+STOP_TIMEOUT_S: Final = 10.0
+
+
+def _hop_by_hop(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """Hop-by-hop names, plus any header the ``Connection`` header nominates."""
+    named = {
+        token.strip().lower()
+        for name, value in headers
+        if name.lower() == b"connection"
+        for token in value.split(b",")
+        if token.strip()
+    }
+    return HOP_BY_HOP | named
+
+
+class ProxyApp:
+    """The ASGI application: forwards every HTTP request to ``upstream_origin``."""
+
+    def __init__(
+        self,
+        upstream_origin: str,
+        *,
+        transport_factory: Callable[[], httpx2.AsyncBaseTransport] = ClientSentAtTransport,
+        read_timeout_s: float = 120.0,
+    ) -> None:
+        """Forward to ``upstream_origin`` (``http://host:port``) through ``transport_factory()``."""
+        self._origin = upstream_origin.rstrip("/")
+        self._transport_factory = transport_factory
+        self._timeout = httpx2.Timeout(30.0, read=read_timeout_s)
+        self._client: httpx2.AsyncClient | None = None
+        self.forwarded = 0
+        """Number of requests forwarded so far (for reports)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI entry point (``lifespan`` and ``http`` scopes)."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._forward(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        for _ in range(2):  # startup, then shutdown
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._client = httpx2.AsyncClient(
+                    transport=self._transport_factory(),
+                    timeout=self._timeout,
+                    follow_redirects=False,
+                    trust_env=False,
+                )
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._client is not None:
+                    await self._client.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = await _read_body(receive)
+        if body is None:
+            await _plain(send, 413, b"proxy: request body too large")
+            return
+        incoming: list[tuple[bytes, bytes]] = list(scope["headers"])
+        drop = _hop_by_hop(incoming)
+        # RFC 9110 section 5.5: leading/trailing whitespace (OWS) is not part of a field value,
+        # and h11 refuses to serialise it; the value itself is forwarded byte for byte.
+        headers = [
+            (name, value.strip(b" \t")) for name, value in incoming if name.lower() not in drop
+        ]
+        raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
+        query: bytes = scope.get("query_string", b"")
+        target = self._origin + raw_path.decode("latin-1")
+        if query:
+            target += "?" + query.decode("latin-1")
+        request = httpx2.Request(
+            scope["method"],
+            target,
+            headers=headers,  # Host and Origin included, exactly as received
+            content=body or None,  # no body: no Content-Length is invented for GET/DELETE
+        )
+        assert self._client is not None, "lifespan startup did not run"
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx2.HTTPError as exc:
+            await _plain(send, 502, f"proxy: upstream failed: {type(exc).__name__}".encode())
+            return
+        self.forwarded += 1
+        try:
+            out = list(response.headers.raw)
+            drop_out = _hop_by_hop(out)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": response.status_code,
+                    "headers": [(n, v) for n, v in out if n.lower() not in drop_out],
+                }
+            )
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None when it exceeds :data:`MAX_BODY_BYTES`."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:  # bounded: every iteration consumes a message; stops at MAX_BODY_BYTES
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _plain(send: Send, status: int, text: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+        }
+    )
+    await send({"type": "http.response.body", "body": text})
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that reports startup through a thread-safe event."""
+
+    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
+        super().__init__(config)
+        self._ready = ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self._ready.set()
+
+
+class ThreadedServer:
+    """An ASGI app served by uvicorn on a loopback port, in a background thread.
+
+    The listening socket is bound before the thread starts, so :attr:`port` is known at once;
+    :meth:`start` returns when uvicorn signals that its startup (lifespan included) finished.
+    """
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Prepare (not start) serving ``app`` on ``host:port`` (0: a free port)."""
+        self.app = app
+        self.host = host
+        self.port = port
+        self._thread: threading.Thread | None = None
+        self._server: _Server | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        """Bind, start serving and wait (bounded) until the server is up.
+
+        Raises:
+            RuntimeError: uvicorn failed or did not start within its deadline.
+        """
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(128)
+        self.port = sock.getsockname()[1]
+        ready = threading.Event()
+        config = uvicorn.Config(
+            self.app,
+            loop="asyncio",
+            lifespan="auto",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            date_header=False,
+        )
+        server = self._server = _Server(config, ready)
+
+        def run() -> None:
+            try:
+                asyncio.run(server.serve(sockets=[sock]))
+            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
+                self._error = exc
+            finally:
+                sock.close()
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name=f"asgi-{self.port}", daemon=True)
+        self._thread.start()
+        if not ready.wait(READY_TIMEOUT_S) or self._error is not None or not server.started:
+            self.stop()
+            raise RuntimeError(f"server on port {self.port} did not start: {self._error!r}")
+
+    def stop(self) -> None:
+        """Ask uvicorn to exit and wait (bounded) for its thread."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(STOP_TIMEOUT_S)
+            if self._thread.is_alive():
+                raise RuntimeError(f"server on port {self.port} did not stop in time")
+            self._thread = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.host}:{self.port}"
+
+
+class StampingProxy:
+    """A running proxy: ``url`` is the endpoint to hand to third-party clients."""
+
+    def __init__(self, upstream_url: str, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Prepare a proxy for ``upstream_url`` (e.g. ``http://127.0.0.1:3000/mcp``)."""
+        parts = urlsplit(upstream_url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"upstream must be an http:// URL, got {upstream_url!r}")
+        self.upstream_url = upstream_url
+        self.app = ProxyApp(urlunsplit((parts.scheme, parts.netloc, "", "", "")))
+        self._path = urlunsplit(("", "", parts.path, parts.query, ""))
+        self._server = ThreadedServer(self.app, host=host, port=port)
+        self.url = ""
+        """``http://host:port<upstream path>`` once started."""
+
+    def start(self) -> None:
+        """Start serving in a background thread; returns once requests are accepted."""
+        self._server.start()
+        self.url = self._server.base_url + self._path
+
+    def stop(self) -> None:
+        """Stop serving (bounded wait)."""
+        self._server.stop()
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(
+        cls, upstream_url: str, *, host: str = "127.0.0.1", port: int = 0
+    ) -> Iterator[StampingProxy]:
+        """Context manager: a started proxy, stopped on exit."""
+        proxy = cls(upstream_url, host=host, port=port)
+        proxy.start()
+        try:
+            yield proxy
+        finally:
+            proxy.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the proxy in the foreground until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m harness.stamping_proxy")
+    parser.add_argument("upstream", help="the server's MCP URL, e.g. http://127.0.0.1:3000/mcp")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    with StampingProxy.running(args.upstream, port=args.port) as proxy:
+        print(f"stamping proxy: {proxy.url} -> {args.upstream}", file=sys.stderr, flush=True)
+        stop = threading.Event()
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

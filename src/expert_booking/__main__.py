@@ -1,0 +1,129 @@
+"""Command line: ``expert-booking-mcp serve`` runs the server, ``... demo`` runs the demo."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+
+from expert_booking.settings import Settings, SettingsError
+
+PROG = "expert-booking-mcp"
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that prints the ready line once it accepts connections."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.started:
+            return
+        bound = self.servers[0].sockets[0].getsockname()
+        host = self.config.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        # The heap built while importing and wiring is long-lived: keep gen-2 passes off it
+        # (perf-floor section 3.2: c=16 p99 67 ms -> 13 ms).
+        gc.collect()
+        gc.freeze()
+        print(f"MCP endpoint: http://{host}:{bound[1]}/mcp", file=sys.stderr, flush=True)
+
+
+def _port(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:  # noqa: PLR2004 - the TCP port range
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a TCP port (0-65535)")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Expert booking MCP server (protocol 2026-07-28)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve POST /mcp over Streamable HTTP",
+        description="Serve MCP at http://HOST:PORT/mcp. Flags override the environment "
+        "(HOST, PORT, BOOKING_DB_PATH and the variables in .env.example).",
+    )
+    serve.add_argument("--host", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=_port, help="TCP port, 0 for a free one (default 3000)")
+    serve.add_argument("--db", type=Path, help="SQLite file (default ./expert-booking.db)")
+    commands.add_parser(
+        "demo", help="run the booking flow against a real server process and a payment stub"
+    )
+    return parser
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    """End the process with status 0 on SIGTERM/SIGINT outside uvicorn's own handling.
+
+    That is before serving starts, and when uvicorn re-raises the signal after its graceful
+    shutdown (it restores the previous handler, this one, and raises the signal again).
+    """
+    del signum, frame
+    raise SystemExit(0)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    signal.signal(signal.SIGINT, _exit_cleanly)
+    try:
+        settings = Settings.from_env().with_overrides(
+            host=args.host, port=args.port, db_path=args.db
+        )
+        from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415 - demo needs none of it
+        from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+
+        app = build_asgi_app(settings)
+    except SettingsError as exc:
+        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+    # After uvicorn.Config, which applies uvicorn's logging dictConfig.
+    configure_logging(sys.stderr)
+    # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,
+    # run the lifespan shutdown (closing the store and HTTP clients), then return here.
+    _AnnouncingServer(config).run()
+    return 0
+
+
+def _demo() -> int:
+    from expert_booking.demo import main as demo_main  # noqa: PLC0415 - serve needs none of it
+
+    return demo_main()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``expert-booking-mcp`` command line; returns the process exit status."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return _demo()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

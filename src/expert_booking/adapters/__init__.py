@@ -1,0 +1,1 @@
+"""Adapters implementing the ports: system clock, SQLite store, HTTP payment query."""

@@ -1,0 +1,632 @@
+"""SQLite implementation of the ``BookingStore`` port (aiosqlite, WAL, one connection).
+
+Design:
+
+* The port (``ports.BookingStore`` / ``ports.Transaction``) is engine-neutral. A PostgreSQL
+  adapter would implement the same ``Transaction`` with a pooled connection per transaction,
+  ``SELECT ... FOR UPDATE`` on the booking it changes (or ``SERIALIZABLE`` isolation with a
+  retry on serialization failures mapped to ``StorageBusyError``), and the same partial unique
+  index ``one_active_booking_per_slot``; the services would not change.
+* SQLite has one writer at a time, so this adapter keeps ONE aiosqlite connection and an
+  ``asyncio.Lock``: a transaction takes the lock, runs ``BEGIN IMMEDIATE`` (the write lock up
+  front, so two processes never deadlock upgrading a read lock) and commits or rolls back.
+  Other processes sharing the file wait up to ``busy_timeout`` and then get
+  ``StorageBusyError``.
+* Each ``await`` on aiosqlite is one hop to its worker thread (perf-floor section 4), so reads
+  use ``execute_fetchall`` and a search returns page and total in one statement
+  (``COUNT(*) OVER ()``).
+* Cancellation safety: aiosqlite runs queued calls in FIFO order even when the awaiting task
+  was cancelled, and ``sqlite3.Connection.rollback()`` is a no-op outside a transaction. So a
+  rollback queued on any exception always runs before the next ``BEGIN``, even if its own
+  ``await`` is cancelled.
+* Free-text search uses Python ``str.casefold`` registered as the SQL function ``casefold``:
+  SQLite's ``lower()`` folds only ASCII, and German or other non-ASCII keywords must match
+  regardless of case. Tokens are passed as one JSON array (``json_each``), so the SQL text is
+  constant whatever the number of tokens.
+* Instants are stored as RFC 3339 UTC strings with milliseconds (``format_instant``), which
+  order as text; money as the exact strings; the customer as JSON exactly as given, without
+  absent optional keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.domain.errors import (
+    BookingError,
+    BookingNotFoundError,
+    InternalError,
+    SlotUnavailableError,
+    StorageBusyError,
+    VersionConflictError,
+)
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    Money,
+    Payment,
+    PaymentStatus,
+    Slot,
+    format_instant,
+    parse_instant,
+)
+from expert_booking.ports import IdempotencyRecord, SlotQuery
+
+logger = logging.getLogger("expert_booking.store")
+
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_SQLITE_MAX_INTEGER = 2**63 - 1
+_SEED_VERSION = 1  # the seed is written in the transaction that creates the schema
+
+_SLOT_COLUMNS = """
+    s.slot_id, s.expert_id, e.name AS expert_name, e.specialty, s.starts_at, s.ends_at,
+    s.price_amount, s.price_currency
+"""
+
+_GET_SLOT = f"""
+SELECT {_SLOT_COLUMNS}
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+WHERE s.slot_id = ?
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
+_FREE_SLOTS = """
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+WHERE s.starts_at > :now
+  AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
+  AND (:starts_before IS NULL OR s.starts_at < :starts_before)
+  AND (:specialty IS NULL OR casefold(e.specialty) = :specialty)
+  AND NOT EXISTS (
+      SELECT 1 FROM json_each(:tokens) AS t
+      WHERE instr(casefold(e.name || ' ' || e.specialty || ' ' || e.keywords), t.value) = 0)
+  AND NOT EXISTS (
+      SELECT 1 FROM bookings AS b
+      WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
+"""
+
+_SEARCH_PAGE = f"""
+SELECT {_SLOT_COLUMNS}, COUNT(*) OVER () AS total
+{_FREE_SLOTS}
+ORDER BY s.starts_at, s.slot_id
+LIMIT :limit OFFSET :offset
+"""
+
+_SEARCH_COUNT = f"SELECT COUNT(*) AS total {_FREE_SLOTS}"
+
+_BOOKING_COLUMNS = (
+    "booking_id, slot_id, expert_id, starts_at, ends_at, customer_json, status, version, "
+    "held_at, expires_at, confirmed_at, payment_page_url, payment_status, payment_amount, "
+    "payment_currency, paid_at"
+)
+
+_INSERT_BOOKING = (
+    f"INSERT INTO bookings ({_BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+_UPDATE_BOOKING = """
+UPDATE bookings SET
+    slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
+    version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
+    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?
+WHERE booking_id = ? AND version = ?
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One numbered schema step (``migrations/NNNN_name.sql``)."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def load_migrations() -> tuple[Migration, ...]:
+    """The packaged migrations in version order (versions must be 1, 2, 3, ...)."""
+    folder = resources.files("expert_booking.adapters") / "migrations"
+    migrations = []
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        prefix, _, name = entry.name.removesuffix(".sql").partition("_")
+        statements = split_statements(entry.read_text(encoding="utf-8"))
+        migrations.append(Migration(version=int(prefix), name=name, statements=statements))
+    versions = [migration.version for migration in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        msg = f"migration versions must be 1..n without gaps, got {versions}"
+        raise RuntimeError(msg)
+    return tuple(migrations)
+
+
+def split_statements(script: str) -> tuple[str, ...]:
+    """Split a SQL script into complete statements (SQLite's own tokenizer decides)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    leftover = [
+        line for line in buffer.splitlines() if line.strip() and not line.strip().startswith("--")
+    ]
+    if leftover:
+        msg = "migration script ends with an incomplete statement"
+        raise ValueError(msg)
+    return tuple(statements)
+
+
+class SqliteBookingStore:
+    """``BookingStore`` on one SQLite file; see the module docstring for the design."""
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        """Wrap an open connection; use :meth:`open`, which also configures and migrates."""
+        self._conn = connection
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> SqliteBookingStore:
+        """Open (creating if missing) and migrate the database; seed it on first start.
+
+        Durability trade-off: ``journal_mode=WAL`` with ``synchronous=NORMAL`` never corrupts
+        the database, but a power loss or OS crash may lose the last few committed
+        transactions (the WAL is fsynced at checkpoints, not at every commit). A process crash
+        loses nothing. ``synchronous=FULL`` fsyncs every commit at roughly one fsync of
+        latency per write transaction (perf-floor section 4).
+
+        Raises:
+            StorageBusyError: another process kept the database locked past the timeout.
+            InternalError: the file cannot be opened or migrated (cause chained).
+        """
+        if busy_timeout_ms < 0:
+            msg = "busy_timeout_ms must not be negative"
+            raise ValueError(msg)
+        try:
+            # Probe first: when aiosqlite.connect fails, its worker thread outlives the call and
+            # later reports to the event loop, which may be closed by then.
+            await asyncio.to_thread(_probe, str(path))
+            conn = await aiosqlite.connect(
+                str(path), isolation_level=None, timeout=busy_timeout_ms / 1000
+            )
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+        store = cls(conn)
+        try:
+            conn.row_factory = sqlite3.Row
+            await conn.create_function("casefold", 1, _casefold, deterministic=True)
+            for pragma in (
+                f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
+                "PRAGMA journal_mode = WAL",
+                "PRAGMA synchronous = NORMAL",
+                "PRAGMA foreign_keys = ON",
+            ):
+                await store._call(conn.execute_fetchall(pragma))
+            await store._migrate()
+        except BaseException:
+            await conn.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        """Wait for the running transaction, then close the connection (idempotent)."""
+        async with self._lock:
+            await self._conn.close()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqliteTransaction]:
+        """A ``BEGIN IMMEDIATE`` transaction; commit on exit, roll back on any exception.
+
+        Raises:
+            StorageBusyError: another process held the write lock past ``busy_timeout``.
+        """
+        async with self._lock:
+            try:
+                await self._call(self._conn.execute_fetchall("BEGIN IMMEDIATE"))
+            except BaseException:
+                await self._rollback()  # queued after BEGIN: undoes it if BEGIN ran anyway
+                raise
+            tx = SqliteTransaction(self._conn)
+            try:
+                yield tx
+                await self._call(self._conn.commit())
+            except BaseException:
+                await self._rollback()
+                raise
+            finally:
+                tx.finished = True
+
+    async def _rollback(self) -> None:
+        try:
+            await self._conn.rollback()
+        except sqlite3.Error as exc:
+            logger.warning("rollback failed: %s", exc.sqlite_errorname)
+
+    @staticmethod
+    async def _call(awaitable: Any) -> Any:
+        try:
+            return await awaitable
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+
+    async def _migrate(self) -> None:
+        await self._call(
+            self._conn.execute_fetchall(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)"
+            )
+        )
+        rows = await self._call(
+            self._conn.execute_fetchall("SELECT version FROM schema_migrations")
+        )
+        applied = {row["version"] for row in rows}
+        for migration in load_migrations():
+            if migration.version in applied:
+                continue
+            async with self.transaction():
+                # Re-checked under the write lock: another process may have just applied it.
+                done = await self._call(
+                    self._conn.execute_fetchall(
+                        "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+                    )
+                )
+                if done:
+                    continue
+                for statement in migration.statements:
+                    await self._call(self._conn.execute_fetchall(statement))
+                if migration.version == _SEED_VERSION:
+                    await self._insert_seed()
+                await self._call(
+                    self._conn.execute_fetchall(
+                        "INSERT INTO schema_migrations (version, applied_at) "
+                        "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                        (migration.version,),
+                    )
+                )
+            logger.info("applied migration %04d_%s", migration.version, migration.name)
+
+    async def _insert_seed(self) -> None:
+        await self._call(
+            self._conn.executemany(
+                "INSERT INTO experts (expert_id, name, specialty, keywords) VALUES (?, ?, ?, ?)",
+                [(e.expert_id, e.name, e.specialty, e.keywords) for e in SEED_EXPERTS],
+            )
+        )
+        await self._call(
+            self._conn.executemany(
+                "INSERT INTO slots (slot_id, expert_id, starts_at, ends_at, price_amount, "
+                "price_currency) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        s.slot_id,
+                        s.expert_id,
+                        s.starts_at,
+                        s.ends_at,
+                        s.price_amount,
+                        s.price_currency,
+                    )
+                    for s in SEED_SLOTS
+                ],
+            )
+        )
+
+
+class SqliteTransaction:
+    """``ports.Transaction`` on the store's connection; valid only inside ``transaction()``."""
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._conn = connection
+        self.finished = False
+
+    async def release_overdue(self, now: datetime) -> int:
+        """Mark HELD bookings with ``expires_at <= now`` EXPIRED (version + 1); return count."""
+        return await self._write(
+            "UPDATE bookings SET status = 'EXPIRED', version = version + 1 "
+            "WHERE status = 'HELD' AND expires_at <= ?",
+            (format_instant(now),),
+        )
+
+    async def next_hold_expiry(self) -> datetime | None:
+        """The earliest ``expires_at`` of a HELD booking, if any."""
+        rows = await self._fetch(
+            "SELECT MIN(expires_at) AS expires_at FROM bookings WHERE status = 'HELD'", ()
+        )
+        return _optional_instant(rows[0]["expires_at"])
+
+    async def search_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> tuple[list[Slot], int]:
+        """Free slots (no active booking, starting after ``now``) by start time; page and total.
+
+        Text tokens (split on whitespace) must all occur, case-folded, in the expert's name,
+        specialty or keywords; the specialty filter is an exact, case-folded match.
+        """
+        params = {
+            "now": format_instant(now),
+            "starts_after": _optional_text(query.starts_after),
+            "starts_before": _optional_text(query.starts_before),
+            "specialty": None if query.specialty is None else query.specialty.casefold(),
+            "tokens": json.dumps(query.text.casefold().split(), ensure_ascii=False),
+            "limit": max(0, min(limit, _SQLITE_MAX_INTEGER)),
+            "offset": max(0, min(offset, _SQLITE_MAX_INTEGER)),
+        }
+        rows = await self._fetch(_SEARCH_PAGE, params)
+        if rows:
+            return [_slot_from_row(row) for row in rows], int(rows[0]["total"])
+        if offset == 0:
+            return [], 0
+        counted = await self._fetch(_SEARCH_COUNT, params)
+        return [], int(counted[0]["total"])
+
+    async def get_slot(self, slot_id: str) -> Slot | None:
+        """The slot with this id joined with its expert, or ``None``."""
+        rows = await self._fetch(_GET_SLOT, (slot_id,))
+        return _slot_from_row(rows[0]) if rows else None
+
+    async def get_booking(self, booking_id: str) -> Booking | None:
+        """The stored booking, or ``None``."""
+        rows = await self._fetch(
+            f"SELECT {_BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?",  # noqa: S608 - constant
+            (booking_id,),
+        )
+        return _booking_from_row(rows[0]) if rows else None
+
+    async def insert_booking(self, booking: Booking) -> None:
+        """Insert a new booking.
+
+        Raises:
+            SlotUnavailableError: the slot already has an active booking.
+        """
+        await self._write(_INSERT_BOOKING, _booking_params(booking), slot_id=booking.slot_id)
+
+    async def update_booking(self, booking: Booking, expected_version: int) -> None:
+        """Replace the stored booking if its stored version is ``expected_version``.
+
+        Raises:
+            VersionConflictError: the stored version differs.
+            BookingNotFoundError: no booking has this id.
+            SlotUnavailableError: the change would make a second active booking of the slot.
+        """
+        changed = await self._write(
+            _UPDATE_BOOKING,
+            (*_booking_params(booking)[1:], booking.booking_id, expected_version),
+            slot_id=booking.slot_id,
+        )
+        if changed:
+            return
+        rows = await self._fetch(
+            "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
+        )
+        if not rows:
+            raise BookingNotFoundError(bookingId=booking.booking_id)
+        raise VersionConflictError(
+            bookingId=booking.booking_id,
+            expectedVersion=expected_version,
+            currentVersion=rows[0]["version"],
+        )
+
+    async def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """The committed outcome stored for ``(scope, key)``, or ``None``."""
+        rows = await self._fetch(
+            "SELECT fingerprint, booking_json, error_code FROM idempotency "
+            "WHERE scope = ? AND key = ?",
+            (scope, key),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return IdempotencyRecord(
+            scope=scope,
+            key=key,
+            fingerprint=row["fingerprint"],
+            booking=booking_from_json(row["booking_json"]),
+            error_code=row["error_code"],
+        )
+
+    async def put_idempotency(self, record: IdempotencyRecord) -> None:
+        """Store the outcome of an idempotent request (a key is written once)."""
+        await self._write(
+            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                record.scope,
+                record.key,
+                record.fingerprint,
+                booking_to_json(record.booking),
+                record.error_code,
+            ),
+        )
+
+    def _check_open(self) -> None:
+        if self.finished:
+            msg = "the transaction has already ended"
+            raise RuntimeError(msg)
+
+    async def _fetch(self, sql: str, params: Iterable[Any] | dict[str, Any]) -> list[sqlite3.Row]:
+        self._check_open()
+        try:
+            return list(await self._conn.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+
+    async def _write(self, sql: str, params: Iterable[Any], *, slot_id: str | None = None) -> int:
+        """Run one change; with ``slot_id``, a second active booking is ``SlotUnavailableError``."""
+        self._check_open()
+        try:
+            cursor = await self._conn.execute(sql, params)
+        except sqlite3.IntegrityError as exc:
+            if slot_id is not None and "bookings.slot_id" in str(exc):
+                raise SlotUnavailableError(slotId=slot_id) from exc
+            raise _translate(exc) from exc
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+        return cursor.rowcount
+
+
+def _translate(exc: sqlite3.Error) -> BookingError:
+    """Map a sqlite3 error to the domain: lock contention is retryable, the rest internal."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    busy = code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    if isinstance(exc, sqlite3.OperationalError) and (
+        busy or "database is locked" in str(exc) or "database is busy" in str(exc)
+    ):
+        return StorageBusyError()
+    logger.error("sqlite error %s", getattr(exc, "sqlite_errorname", type(exc).__name__))
+    return InternalError()
+
+
+def _probe(path: str) -> None:
+    sqlite3.connect(path).close()
+
+
+def _casefold(value: object) -> object:
+    return value.casefold() if isinstance(value, str) else value
+
+
+def _optional_text(value: datetime | None) -> str | None:
+    return None if value is None else format_instant(value)
+
+
+def _optional_instant(value: str | None) -> datetime | None:
+    return None if value is None else parse_instant(value)
+
+
+def _slot_from_row(row: sqlite3.Row) -> Slot:
+    return Slot(
+        slot_id=row["slot_id"],
+        expert_id=row["expert_id"],
+        expert_name=row["expert_name"],
+        specialty=row["specialty"],
+        starts_at=parse_instant(row["starts_at"]),
+        ends_at=parse_instant(row["ends_at"]),
+        price=Money(amount=row["price_amount"], currency=row["price_currency"]),
+    )
+
+
+def customer_to_json(customer: Customer) -> str:
+    """The customer as compact JSON, exactly as given; absent optional keys are omitted."""
+    doc = {"name": customer.name, "email": customer.email}
+    if customer.phone is not None:
+        doc["phone"] = customer.phone
+    if customer.note is not None:
+        doc["note"] = customer.note
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def _customer_from_doc(doc: dict[str, Any]) -> Customer:
+    return Customer(
+        name=doc["name"], email=doc["email"], phone=doc.get("phone"), note=doc.get("note")
+    )
+
+
+def _booking_params(booking: Booking) -> tuple[Any, ...]:
+    payment = booking.payment
+    return (
+        booking.booking_id,
+        booking.slot_id,
+        booking.expert_id,
+        format_instant(booking.starts_at),
+        format_instant(booking.ends_at),
+        customer_to_json(booking.customer),
+        booking.status.value,
+        booking.version,
+        format_instant(booking.held_at),
+        format_instant(booking.expires_at),
+        _optional_text(booking.confirmed_at),
+        booking.payment_page_url,
+        payment.status.value,
+        payment.price.amount,
+        payment.price.currency,
+        _optional_text(payment.paid_at),
+    )
+
+
+def _booking_from_row(row: sqlite3.Row) -> Booking:
+    return Booking(
+        booking_id=row["booking_id"],
+        slot_id=row["slot_id"],
+        expert_id=row["expert_id"],
+        starts_at=parse_instant(row["starts_at"]),
+        ends_at=parse_instant(row["ends_at"]),
+        customer=_customer_from_doc(json.loads(row["customer_json"])),
+        status=BookingStatus(row["status"]),
+        version=row["version"],
+        held_at=parse_instant(row["held_at"]),
+        expires_at=parse_instant(row["expires_at"]),
+        confirmed_at=_optional_instant(row["confirmed_at"]),
+        payment_page_url=row["payment_page_url"],
+        # The booking id is the immutable payment query id (spec, payment seam).
+        payment=Payment(
+            query_id=row["booking_id"],
+            status=PaymentStatus(row["payment_status"]),
+            price=Money(amount=row["payment_amount"], currency=row["payment_currency"]),
+            paid_at=_optional_instant(row["paid_at"]),
+        ),
+    )
+
+
+def booking_to_json(booking: Booking) -> str:
+    """The booking snapshot stored with an idempotency record (restored by the inverse)."""
+    payment = booking.payment
+    doc = {
+        "bookingId": booking.booking_id,
+        "slotId": booking.slot_id,
+        "expertId": booking.expert_id,
+        "startsAt": format_instant(booking.starts_at),
+        "endsAt": format_instant(booking.ends_at),
+        "customer": json.loads(customer_to_json(booking.customer)),
+        "status": booking.status.value,
+        "version": booking.version,
+        "heldAt": format_instant(booking.held_at),
+        "expiresAt": format_instant(booking.expires_at),
+        "confirmedAt": _optional_text(booking.confirmed_at),
+        "paymentPageUrl": booking.payment_page_url,
+        "payment": {
+            "queryId": payment.query_id,
+            "status": payment.status.value,
+            "amount": payment.price.amount,
+            "currency": payment.price.currency,
+            "paidAt": _optional_text(payment.paid_at),
+        },
+    }
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def booking_from_json(text: str) -> Booking:
+    """Inverse of :func:`booking_to_json`."""
+    doc = json.loads(text)
+    payment = doc["payment"]
+    return Booking(
+        booking_id=doc["bookingId"],
+        slot_id=doc["slotId"],
+        expert_id=doc["expertId"],
+        starts_at=parse_instant(doc["startsAt"]),
+        ends_at=parse_instant(doc["endsAt"]),
+        customer=_customer_from_doc(doc["customer"]),
+        status=BookingStatus(doc["status"]),
+        version=doc["version"],
+        held_at=parse_instant(doc["heldAt"]),
+        expires_at=parse_instant(doc["expiresAt"]),
+        confirmed_at=_optional_instant(doc["confirmedAt"]),
+        payment_page_url=doc["paymentPageUrl"],
+        payment=Payment(
+            query_id=payment["queryId"],
+            status=PaymentStatus(payment["status"]),
+            price=Money(amount=payment["amount"], currency=payment["currency"]),
+            paid_at=_optional_instant(payment["paidAt"]),
+        ),
+    )

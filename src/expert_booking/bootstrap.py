@@ -1,0 +1,108 @@
+"""Composition root: the one place that builds adapters and wires them into the use cases."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
+
+import httpx
+
+from expert_booking.adapters.clock import SystemClock
+from expert_booking.adapters.payments_http import HttpPaymentQuery
+from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.edge.http_app import create_app
+from expert_booking.edge.mcp_server import build_mcp_server
+from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.services import BookingPolicy, BookingService
+from expert_booking.telemetry import configure_tracing
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+    from starlette.types import ASGIApp
+
+    from expert_booking.ports import BookingStore, Clock, Transaction
+    from expert_booking.settings import Settings
+
+
+def package_version() -> str:
+    try:
+        return version("expert-booking-mcp")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+source"
+
+
+class _StoreOpenedAtStartup:
+    """Stands in for the store until the lifespan has opened it (the file is opened async)."""
+
+    def __init__(self) -> None:
+        self._store: SqliteBookingStore | None = None
+
+    def bind(self, store: SqliteBookingStore) -> None:
+        self._store = store
+
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        if self._store is None:
+            raise RuntimeError("the booking store is used before the app started")
+        return self._store.transaction()
+
+
+def build_asgi_app(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    payments_transport: httpx.AsyncBaseTransport | None = None,
+) -> ASGIApp:
+    """Build the whole server; overrides exist for tests and the harness only.
+
+    Args:
+        settings: validated configuration (environment plus CLI flags).
+        clock: time source; the system clock unless a test controls time.
+        payments_transport: an httpx transport to stub the payment service in process.
+    """
+    clock = clock or SystemClock()
+    store = _StoreOpenedAtStartup()
+    payments_http = httpx.AsyncClient(
+        base_url=settings.payment_query_base_url,
+        timeout=httpx.Timeout(settings.payment_timeout_seconds),
+        transport=payments_transport,
+    )
+    typed_store: BookingStore = store
+    service = BookingService(
+        store=typed_store,
+        payments=HttpPaymentQuery(payments_http, clock),
+        clock=clock,
+        policy=BookingPolicy(
+            hold_ttl=settings.hold_ttl,
+            approval_ttl=settings.approval_ttl,
+            approval_skew=settings.approval_skew,
+            slot_cache_ttl=settings.slot_cache_ttl,
+            payment_page_base_url=settings.payment_page_base_url,
+        ),
+    )
+    tracer_provider = configure_tracing(os.environ)
+    mcp_server = build_mcp_server(
+        service=service,
+        clock=clock,
+        registry=SchemaRegistry.load(),
+        version=package_version(),
+        tracing_enabled=tracer_provider is not None,
+    )
+
+    @asynccontextmanager
+    async def resources(_app: Litestar) -> AsyncIterator[None]:
+        opened = await SqliteBookingStore.open(
+            settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
+        )
+        store.bind(opened)
+        try:
+            yield
+        finally:
+            await opened.close()
+            await payments_http.aclose()
+            if tracer_provider is not None:
+                tracer_provider.shutdown()
+
+    return create_app(mcp_server=mcp_server, settings=settings, clock=clock, lifespans=[resources])

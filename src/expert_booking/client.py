@@ -1,0 +1,253 @@
+"""Client side of the wire-timestamp contract (CONTRACT section 2), for the official ``mcp`` client.
+
+Every MCP request must carry the client's send time twice: as header ``x-mcp-client-sent-at``
+and as ``params._meta.clientSentAt``, the same ``YYYY-MM-DDTHH:MM:SS.mmmZ`` string taken at the
+real send boundary. :class:`ClientSentAtTransport` does that for any ``httpx2`` client;
+:func:`open_client` builds a ready ``mcp.Client`` around it::
+
+    async with open_client("http://127.0.0.1:3000/mcp") as client:
+        tools = await client.list_tools()
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Final
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from expert_booking.adapters.clock import SystemClock
+from expert_booking.domain.model import format_instant
+from expert_booking.edge.wire_time import (
+    CLIENT_SENT_HEADER,
+    CLIENT_SENT_META,
+    SERVER_RECEIVED_HEADER,
+    SERVER_RESPONDED_HEADER,
+)
+from expert_booking.ports import Clock
+
+__all__ = (
+    "ClientSentAtTransport",
+    "Exchange",
+    "ExchangeHandler",
+    "ExchangeRecorder",
+    "open_client",
+)
+
+ExchangeHandler = Callable[[httpx2.Request, httpx2.Response, str, str], None]
+"""``(request as sent, response with headers, client_sent_at, client_received_at) -> None``."""
+
+DEFAULT_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
+"""The MCP SDK's own defaults: 30 s to connect/write, 300 s to read."""
+
+_HEADER: Final = CLIENT_SENT_HEADER.encode()
+
+
+class ClientSentAtTransport(httpx2.AsyncBaseTransport):
+    """An ``httpx2`` transport that stamps the client send time on every request.
+
+    At the send boundary (just before the inner transport gets the request) it reads
+    ``clock.now()`` once, formats it as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` and sets header
+    ``x-mcp-client-sent-at``. For a JSON POST body that is a JSON-RPC message with a ``method``
+    it also sets ``params._meta.clientSentAt`` to the same string (creating ``params`` and
+    ``_meta`` when absent, keeping every other key) and rewrites ``Content-Length``. Other
+    bodies are sent unchanged. When the response headers arrive it reads the clock again
+    (``clientReceivedAt``) and calls ``on_exchange``.
+    """
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncBaseTransport | None = None,
+        *,
+        clock: Clock | None = None,
+        on_exchange: ExchangeHandler | None = None,
+    ) -> None:
+        """Wrap ``inner`` (default: a new ``httpx2.AsyncHTTPTransport``).
+
+        Args:
+            inner: the transport that really sends (``httpx2.ASGITransport`` in process).
+            clock: the client's clock (default: the system clock).
+            on_exchange: called once per exchange when the response headers have arrived.
+        """
+        self._inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._on_exchange = on_exchange
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Stamp ``request``, send it through the inner transport and return the response."""
+        content: bytes | None = None
+        if request.method == "POST" and _is_json(request.headers.get("content-type", "")):
+            content = await request.aread()
+        client_sent_at = format_instant(self._clock.now())
+        stamped = _stamp(request, content, client_sent_at)
+        response = await self._inner.handle_async_request(stamped)
+        client_received_at = format_instant(self._clock.now())
+        if self._on_exchange is not None:
+            self._on_exchange(stamped, response, client_sent_at, client_received_at)
+        return response
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self._inner.aclose()
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+def _stamp(request: httpx2.Request, content: bytes | None, client_sent_at: str) -> httpx2.Request:
+    body = _with_client_sent_at(content, client_sent_at) if content else None
+    if body is None:
+        request.headers[CLIENT_SENT_HEADER] = client_sent_at
+        return request
+    headers = [
+        (name, value)
+        for name, value in request.headers.raw
+        if name.lower() not in (_HEADER, b"content-length")
+    ]
+    headers.append((_HEADER, client_sent_at.encode()))
+    return httpx2.Request(
+        request.method,
+        request.url,
+        headers=headers,
+        content=body,
+        extensions=request.extensions,
+    )
+
+
+def _with_client_sent_at(content: bytes, client_sent_at: str) -> bytes | None:
+    """The JSON-RPC message with ``params._meta.clientSentAt`` set; None to send it unchanged."""
+    try:
+        message: Any = json.loads(content)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    params = message.setdefault("params", {})
+    if not isinstance(params, dict):
+        return None
+    meta = params.setdefault("_meta", {})
+    if not isinstance(meta, dict):
+        return None
+    meta[CLIENT_SENT_META] = client_sent_at
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """The wire timestamps of one HTTP exchange, from its headers, plus what it was."""
+
+    mcp_method: str | None
+    status_code: int
+    client_sent_at: str
+    server_received_at: str | None
+    server_responded_at: str | None
+    client_received_at: str
+
+    @classmethod
+    def capture(
+        cls,
+        request: httpx2.Request,
+        response: httpx2.Response,
+        client_sent_at: str,
+        client_received_at: str,
+    ) -> Exchange:
+        """Read one exchange (headers only: the body may not have arrived yet)."""
+        return cls(
+            mcp_method=request.headers.get("mcp-method"),
+            status_code=response.status_code,
+            client_sent_at=client_sent_at,
+            server_received_at=response.headers.get(SERVER_RECEIVED_HEADER),
+            server_responded_at=response.headers.get(SERVER_RESPONDED_HEADER),
+            client_received_at=client_received_at,
+        )
+
+    def chain(self) -> list[str | None]:
+        """``[clientSentAt, serverReceivedAt, serverRespondedAt, clientReceivedAt]``."""
+        return [
+            self.client_sent_at,
+            self.server_received_at,
+            self.server_responded_at,
+            self.client_received_at,
+        ]
+
+
+class ExchangeRecorder:
+    """An ``on_exchange`` handler that keeps the last ``limit`` exchanges in ``exchanges``."""
+
+    def __init__(self, limit: int = 100) -> None:
+        """Keep at most ``limit`` exchanges, oldest dropped first."""
+        self.exchanges: list[Exchange] = []
+        self._limit = limit
+
+    def __call__(
+        self,
+        request: httpx2.Request,
+        response: httpx2.Response,
+        client_sent_at: str,
+        client_received_at: str,
+    ) -> None:
+        """Record one exchange."""
+        self.exchanges.append(
+            Exchange.capture(request, response, client_sent_at, client_received_at)
+        )
+        if len(self.exchanges) > self._limit:
+            del self.exchanges[0]
+
+
+def _client_version() -> str:
+    try:
+        return version("expert-booking-mcp")
+    except PackageNotFoundError:
+        return "0.0.0+source"
+
+
+@asynccontextmanager
+async def open_client(
+    url: str,
+    *,
+    clock: Clock | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    on_exchange: ExchangeHandler | None = None,
+    client_name: str = "expert-booking-client",
+    headers: Mapping[str, str] | None = None,
+    http_timeout: httpx2.Timeout = DEFAULT_TIMEOUT,
+) -> AsyncIterator[Client]:
+    """Connect the official ``mcp.Client`` to ``url`` with client timestamps on every request.
+
+    The client probes ``server/discover`` (``mode="auto"``) on entry and keeps no response
+    cache (``cache=None``), so every ``list_tools()`` reaches the server and gets fresh
+    timestamps.
+
+    Args:
+        url: the MCP endpoint, e.g. ``http://127.0.0.1:3000/mcp``.
+        clock: the client's clock (default: the system clock).
+        transport: the transport that really sends (default: a new HTTP transport);
+            pass ``httpx2.ASGITransport`` to talk to an app in process.
+        on_exchange: see :class:`ClientSentAtTransport`; :class:`ExchangeRecorder` fits.
+        client_name: ``clientInfo.name`` sent in every request's ``_meta``.
+        headers: extra headers for every request.
+        http_timeout: HTTP timeouts.
+
+    Yields:
+        The connected client; it is closed when the block exits.
+    """
+    stamping = ClientSentAtTransport(transport, clock=clock, on_exchange=on_exchange)
+    async with httpx2.AsyncClient(
+        transport=stamping, timeout=http_timeout, headers=dict(headers or {})
+    ) as http:
+        client = Client(
+            streamable_http_client(url, http_client=http),
+            mode="auto",
+            cache=None,
+            client_info=mcp_types.Implementation(name=client_name, version=_client_version()),
+        )
+        async with client:
+            yield client

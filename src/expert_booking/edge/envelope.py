@@ -1,0 +1,95 @@
+"""The tool result envelope (CONTRACT section 3) and the edge's single error mapper."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import mcp_types as types
+
+from expert_booking.domain.errors import BookingError, InternalError
+from expert_booking.domain.model import Booking
+
+logger = logging.getLogger("expert_booking.edge")
+
+T = TypeVar("T")
+BookingRenderer = Callable[[Booking], dict[str, Any]]
+
+
+def build_meta(
+    *,
+    trace_id: str,
+    span_id: str,
+    operation_id: str,
+    client_sent_at: str,
+    server_received_at: str,
+    server_result_created_at: str,
+    cache: str,
+) -> dict[str, str]:
+    """The envelope's ``meta`` object (all values are strings)."""
+    return {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "operationId": operation_id,
+        "clientSentAt": client_sent_at,
+        "serverReceivedAt": server_received_at,
+        "serverResultCreatedAt": server_result_created_at,
+        "cache": cache,
+    }
+
+
+def success(data: Mapping[str, Any], meta: Mapping[str, str]) -> dict[str, Any]:
+    """``{"ok": true, "data": ..., "meta": ...}``."""
+    return {"ok": True, "data": data, "meta": meta}
+
+
+def failure(
+    error: BookingError, meta: Mapping[str, str], booking_renderer: BookingRenderer
+) -> dict[str, Any]:
+    """``{"ok": false, "error": ..., "meta": ...}``; a booking on the error becomes a snapshot.
+
+    Only the error's own client-safe fields are used: its code, message, details and the
+    catalog's retry rule and recovery sentence. Nothing of a cause or traceback.
+    """
+    details = dict(error.details)
+    if error.booking is not None:
+        details["booking"] = booking_renderer(error.booking)
+    return {
+        "ok": False,
+        "error": {
+            "code": error.code,
+            "message": error.message,
+            "retryable": error.retryable,
+            "details": details,
+            "recovery": {"action": error.recovery},
+        },
+        "meta": meta,
+    }
+
+
+async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | BookingError:
+    """Run ``run`` and map whatever it raises; the only broad ``except`` of the edge.
+
+    A ``BookingError`` is returned as it is (its code is the contract). Anything else is logged
+    here with its traceback and becomes ``INTERNAL_ERROR`` carrying only the operation id, so
+    no stack trace, path, SQL or exception text ever reaches a caller.
+    """
+    try:
+        return await run()
+    except BookingError as error:
+        return error
+    except Exception:  # the single broad except of the edge (house style 3.4)
+        logger.exception("unexpected error; operation_id=%s", operation_id)
+        return InternalError(operationId=operation_id)
+
+
+def to_call_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
+    """The MCP result: the envelope as structured content and as one compact JSON text."""
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=dict(envelope),
+        is_error=not envelope["ok"],
+    )

@@ -1,0 +1,219 @@
+"""The low-level MCP server: exactly three catalog tools whose input schemas are the files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import mcp_types as types
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from expert_booking.domain.errors import BookingError
+from expert_booking.domain.model import format_instant, parse_instant
+from expert_booking.edge.catalog import ToolCatalog
+from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
+from expert_booking.edge.observability import ActionObserver, caller_of, derive_trace_id
+from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.edge.tools import (
+    CATALOG_CALL,
+    CATALOG_READ,
+    CATALOG_SEARCH,
+    BookingUseCases,
+    Outcome,
+    ToolDispatcher,
+)
+from expert_booking.edge.wire import render_booking
+from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
+from expert_booking.ports import Clock
+
+SERVER_NAME = "expert-booking-mcp"
+# tools/list and server/discover only change with the server version. One hour bounds how long
+# a client keeps an old list after an upgrade; "public": identical for every caller.
+LIST_CACHE_HINT = CacheHint(ttl_ms=3_600_000, scope="public")
+
+INSTRUCTIONS = """\
+Expert booking: find an expert's free time slot, hold it, and confirm it after the person \
+approved and paid. Three tools give progressive access to four logical tools:
+1. tool_catalog.search - find the logical tool for the task (English, Chinese or German words).
+2. tool_catalog.read - read that tool's complete input schema page by page until next is null; \
+keep it in context and do not read it again.
+3. tool_catalog.call - call it by name with arguments exactly as the schema describes (validated \
+strictly, never converted) and a requestSpanId UUID per user request.
+Flow: booking.search_available_slots -> booking.hold_slot -> the person approves -> the person \
+pays -> booking.confirm_booking; booking.get_booking reads the current state at any time.
+Rules: a hold is not a booking; it expires at expiresAt. Show the person the exact \
+confirmationIntent (booking, expert, time, amount, currency, version) and copy intent and \
+intentHash unchanged into humanApproval; never build or edit them. Payment happens outside the \
+agent, by the person, at paymentPageUrl; never pay for them. Call booking.confirm_booking only \
+after the person approved and paid. Use a new UUID idempotencyKey per intended hold or \
+confirmation and retry a failed or timed-out call with the same key and arguments. Every result \
+is an envelope: act on error.code and error.recovery.action."""
+
+_DESCRIPTIONS = {
+    CATALOG_SEARCH: (
+        "Step 1 of 3. Find the logical booking tool for a task (search expert slots, hold a "
+        "slot, confirm a booking, read a booking) by keywords in English, Chinese or German. "
+        "Returns name, title, uri and summary per match, best first, with total and nextCursor. "
+        "Next: read the tool's schema with tool_catalog.read. Read-only."
+    ),
+    CATALOG_READ: (
+        "Step 2 of 3. Read a logical tool's complete input schema (JSON Schema 2020-12) by uri, "
+        "offset and limit. Follow next until it is null; keep the joined document unchanged in "
+        "context and do not read it again (sha256 identifies it). Read-only."
+    ),
+    CATALOG_CALL: (
+        "Step 3 of 3. Call a logical tool by name with arguments exactly as its schema "
+        "describes (validated strictly, never converted) and a requestSpanId UUID per user "
+        "request. A hold is not a booking: confirm only after the person approved the exact "
+        "confirmationIntent and paid at paymentPageUrl. Answers with an envelope "
+        "{ok, data | error{code, message, retryable, details, recovery.action}, meta}."
+    ),
+}
+_TITLES = {
+    CATALOG_SEARCH: "Search the booking tool catalog",
+    CATALOG_READ: "Read a booking tool's input schema",
+    CATALOG_CALL: "Call a booking tool",
+}
+
+
+def build_mcp_server(
+    *,
+    service: BookingUseCases,
+    clock: Clock,
+    registry: SchemaRegistry,
+    version: str,
+    tracing_enabled: bool = False,
+) -> Server[Any]:
+    """The MCP server with ``tool_catalog.search``, ``.read`` and ``.call``.
+
+    No tool declares an ``outputSchema``: the SDK client would send an extra ``tools/list``
+    after every call to validate it (SDK pitfall 3), and ``data`` varies per logical tool.
+
+    Args:
+        service: The booking use cases.
+        clock: The injected clock (envelope and log timestamps).
+        registry: The loaded schema documents.
+        version: The server version reported in ``serverInfo``.
+        tracing_enabled: Whether a TracerProvider exports spans; without one the SDK's
+            OpenTelemetry middleware is removed, as it costs ~60 us per request for nothing.
+    """
+    observer = ActionObserver(clock)
+    dispatcher = ToolDispatcher(
+        service=service, catalog=ToolCatalog(registry), registry=registry, observer=observer
+    )
+    schemas = {name: document.schema for name, document in dispatcher.inputs.items()}
+    listing = types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=name,
+                title=_TITLES[name],
+                description=_DESCRIPTIONS[name],
+                input_schema=dict(schema),
+                annotations=types.ToolAnnotations(
+                    read_only_hint=name != CATALOG_CALL,
+                    destructive_hint=False,
+                    idempotent_hint=True,
+                    open_world_hint=name == CATALOG_CALL,
+                ),
+            )
+            for name, schema in schemas.items()
+        ]
+    )
+
+    async def list_tools(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in schemas:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        client_sent_at, server_received_at = request_times(ctx, clock)
+        args: Mapping[str, Any] = params.arguments or {}
+        span_id = args.get("requestSpanId")
+        trace_id = derive_trace_id(span_id if isinstance(span_id, str) else None)
+        with observer.action(params.name, trace_id=trace_id, caller=caller_of(ctx.meta)) as action:
+            outcome = await dispatcher.run(params.name, args, action)
+            envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
+        return to_call_result(envelope)
+
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version=version,
+        instructions=INSTRUCTIONS,
+        cache_hints={"tools/list": LIST_CACHE_HINT, "server/discover": LIST_CACHE_HINT},
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    if not tracing_enabled:
+        server.middleware[:] = [
+            m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+        ]
+    return server
+
+
+def request_times(ctx: ServerRequestContext[Any], clock: Clock) -> tuple[str, str]:
+    """``clientSentAt`` and ``serverReceivedAt`` of this request.
+
+    Over HTTP the timestamp middleware put both into the ASGI scope. Without it (the SDK's
+    in-process client, used by tests) the client time comes from ``params._meta.clientSentAt``
+    and the receive time is read here; a request without a client time is refused as over
+    HTTP, never given an invented one.
+
+    Raises:
+        MCPError: -32600 with ``data.code = "MISSING_CLIENT_TIMESTAMP"``.
+    """
+    scope = getattr(ctx.request, "scope", None)
+    if isinstance(scope, Mapping):
+        sent = _text(scope.get(SCOPE_CLIENT_SENT_AT))
+        received = _text(scope.get(SCOPE_RECEIVED_AT))
+        if sent is not None and received is not None:
+            return sent, received
+    stamped = (ctx.meta or {}).get(CLIENT_SENT_META)
+    if not isinstance(stamped, str) or not _is_instant(stamped):
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message="Missing or malformed clientSentAt (RFC 3339 UTC).",
+            data={"code": "MISSING_CLIENT_TIMESTAMP"},
+        )
+    return stamped, format_instant(clock.now())
+
+
+def _envelope(
+    outcome: Outcome, client_sent_at: str, server_received_at: str, clock: Clock
+) -> dict[str, Any]:
+    action = outcome.action
+    meta = build_meta(
+        trace_id=action.trace_id,
+        span_id=action.span_id,
+        operation_id=action.operation_id,
+        client_sent_at=client_sent_at,
+        server_received_at=server_received_at,
+        server_result_created_at=format_instant(clock.now()),
+        cache=action.cache,
+    )
+    if isinstance(outcome.result, BookingError):
+        return failure(outcome.result, meta, render_booking)
+    return success(outcome.result.data, meta)
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    return value if isinstance(value, str) else None
+
+
+def _is_instant(text: str) -> bool:
+    try:
+        parse_instant(text)
+    except ValueError:
+        return False
+    return True

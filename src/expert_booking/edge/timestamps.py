@@ -1,0 +1,141 @@
+"""Server wire timestamps (CONTRACT section 2): ingress and response-boundary stamps on /mcp."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from expert_booking.domain.model import format_instant
+from expert_booking.edge.wire_time import (
+    CLIENT_SENT_META,
+    SCOPE_CLIENT_SENT_AT,
+    SCOPE_RECEIVED_AT,
+    SERVER_RECEIVED_HEADER,
+    SERVER_RECEIVED_META,
+    SERVER_RESPONDED_HEADER,
+    SERVER_RESPONDED_META,
+)
+from expert_booking.ports import Clock
+
+MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+
+_RECEIVED = SERVER_RECEIVED_HEADER.encode()
+_RESPONDED = SERVER_RESPONDED_HEADER.encode()
+_OWN_HEADERS = frozenset({b"content-length", _RECEIVED, _RESPONDED})
+
+
+class TimestampLayer:
+    """Outermost ASGI layer: stamps every response on the MCP paths with server times.
+
+    At ingress it stores ``format_instant(clock.now())`` in ``scope[SCOPE_RECEIVED_AT]``. At the
+    response boundary (the last body chunk is ready) it takes ``respondedAt`` and sends headers
+    ``x-mcp-server-received-at`` / ``x-mcp-server-responded-at``. A JSON body holding a JSON-RPC
+    ``result`` object also gets ``result._meta.serverReceivedAt`` / ``serverRespondedAt`` and,
+    when the gate validated one, ``clientSentAt`` (from ``scope[SCOPE_CLIENT_SENT_AT]``; never
+    invented). An SSE response is passed through with the headers only. Lifespan and other paths
+    pass through untouched.
+    """
+
+    __slots__ = ("_app", "_clock", "_paths")
+
+    def __init__(self, app: ASGIApp, *, clock: Clock, paths: Collection[str] = MCP_PATHS) -> None:
+        """Wrap ``app``; ``paths`` are the exact request paths to stamp."""
+        self._app = app
+        self._clock = clock
+        self._paths = frozenset(paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection."""
+        if scope["type"] != "http" or scope["path"] not in self._paths:
+            await self._app(scope, receive, send)
+            return
+        received_at = format_instant(self._clock.now())
+        scope[SCOPE_RECEIVED_AT] = received_at
+        await self._app(scope, receive, _StampingSend(send, scope, received_at, self._clock))
+
+
+class _StampingSend:
+    """The ``send`` callable handed to the inner app for one request."""
+
+    __slots__ = ("_chunks", "_clock", "_received_at", "_scope", "_send", "_start", "_streaming")
+
+    def __init__(self, send: Send, scope: Scope, received_at: str, clock: Clock) -> None:
+        self._send = send
+        self._scope = scope
+        self._received_at = received_at
+        self._clock = clock
+        self._start: Message | None = None
+        self._chunks: list[bytes] = []
+        self._streaming = False
+
+    async def __call__(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            if _header(message, b"content-type").startswith(b"text/event-stream"):
+                # result._meta cannot be rewritten mid-stream: headers only.
+                self._streaming = True
+                await self._send(self._stamped(message, format_instant(self._clock.now()), None))
+            else:
+                self._start = message
+            return
+        if kind != "http.response.body" or self._streaming or self._start is None:
+            await self._send(message)
+            return
+        body: bytes = message.get("body", b"")
+        if message.get("more_body", False):
+            self._chunks.append(body)
+            return
+        if self._chunks:
+            self._chunks.append(body)
+            body = b"".join(self._chunks)
+            self._chunks.clear()
+        responded_at = format_instant(self._clock.now())
+        if body and _header(self._start, b"content-type").startswith(b"application/json"):
+            body = _merge_result_meta(
+                body, self._scope.get(SCOPE_CLIENT_SENT_AT), self._received_at, responded_at
+            )
+        await self._send(self._stamped(self._start, responded_at, len(body)))
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+    def _stamped(self, start: Message, responded_at: str, body_length: int | None) -> Message:
+        drop = _OWN_HEADERS if body_length is not None else _OWN_HEADERS - {b"content-length"}
+        headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() not in drop]
+        if body_length is not None:
+            headers.append((b"content-length", str(body_length).encode()))
+        headers.append((_RECEIVED, self._received_at.encode()))
+        headers.append((_RESPONDED, responded_at.encode()))
+        return {**start, "headers": headers}
+
+
+def _header(message: Message, name: bytes) -> bytes:
+    for key, value in message.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).lower()
+    return b""
+
+
+def _merge_result_meta(
+    body: bytes, client_sent_at: str | None, received_at: str, responded_at: str
+) -> bytes:
+    """Return ``body`` with the wire timestamps merged into ``result._meta`` (if it has one)."""
+    try:
+        message: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        return body
+    if not isinstance(message, dict):
+        return body
+    result = message.get("result")
+    if not isinstance(result, dict):
+        return body
+    meta = result.get("_meta")
+    if not isinstance(meta, dict):
+        meta = {}
+        result["_meta"] = meta
+    if client_sent_at is not None:
+        meta[CLIENT_SENT_META] = client_sent_at
+    meta[SERVER_RECEIVED_META] = received_at
+    meta[SERVER_RESPONDED_META] = responded_at
+    return json.dumps(message, separators=(",", ":")).encode()

@@ -1,0 +1,202 @@
+"""Strict argument validation: every violation as a JSON Pointer plus a value-free message."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
+from referencing import Registry
+
+_FORMAT_NAMES = {
+    "uuid": "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
+    "date-time": "an RFC 3339 date-time with offset, e.g. 2030-09-02T02:00:00.000Z",
+    "date": "an RFC 3339 date, e.g. 2030-09-02",
+    "email": "an e-mail address",
+    "uri": "an absolute URI",
+}
+_TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer (JSON number without fraction, not a string or boolean)",
+    "number": "a number (not a string or boolean)",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+# ECMA-262 \s (JSON Schema patterns are ECMA-262 regexes); Python's \s differs (\x1c-\x1f, \x85).
+_ECMA_SPACE = (
+    "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+)
+_ECMA_CLASSES = {"s": _ECMA_SPACE, "d": "0-9", "w": "A-Za-z0-9_"}
+
+
+@functools.lru_cache(maxsize=256)
+def ecma_regex(pattern: str) -> re.Pattern[str]:
+    r"""Compile a JSON Schema ``pattern`` with ECMA-262 meaning in Python's ``re``.
+
+        ``$`` matches only at the very end (Python's also matches before a final newline, which
+        would let ``"CNY
+    "`` pass ``^[A-Z]{3}$``), and ``\s``, ``\d``, ``\w`` and their negations
+        (outside character classes) use ECMA's ASCII/space sets instead of Python's Unicode ones.
+    """
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            out.append(_ecma_escape(pattern[i + 1], in_class=in_class))
+            i += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        elif char == "$" and not in_class:
+            char = r"\Z"
+        out.append(char)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _ecma_escape(letter: str, *, in_class: bool) -> str:
+    members = _ECMA_CLASSES.get(letter.lower())
+    if members is None or (in_class and letter.isupper()):
+        return "\\" + letter
+    if in_class:
+        return members
+    return f"[^{members}]" if letter.isupper() else f"[{members}]"
+
+
+def _pattern(validator: Validator, pattern: str, instance: Any, _schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield ValidationError(f"does not match {pattern!r}")
+
+
+StrictValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, validators={"pattern": _pattern}
+)
+"""Draft 2020-12 with ECMA-262 ``pattern`` semantics; everything else is the stock validator."""
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Validator:
+    """A validator for ``schema``: no remote ``$ref`` retrieval, formats checked."""
+    return StrictValidator(
+        schema,
+        registry=Registry(),  # self-contained documents: never resolve a remote $ref
+        format_checker=Draft202012Validator.FORMAT_CHECKER,
+    )
+
+
+def validate_arguments(validator: Validator, instance: Any) -> list[dict[str, str]]:
+    """Check ``instance`` against the compiled schema without changing it.
+
+    Nothing is coerced and no default is filled in: the validator only reads. Every error is
+    reported (not just the first), as ``{"pointer", "message"}`` sorted by pointer and
+    de-duplicated. Messages never repeat the offending value, so customer data sent in the
+    wrong place is not echoed back.
+
+    Args:
+        validator: A compiled Draft 2020-12 validator (see ``SchemaRegistry``).
+        instance: The decoded JSON arguments.
+
+    Returns:
+        The violations; empty when the instance is valid.
+    """
+    found: set[tuple[str, str]] = set()
+    for error in validator.iter_errors(instance):
+        found.update(_describe(error))
+    return [{"pointer": pointer, "message": message} for pointer, message in sorted(found)]
+
+
+def json_pointer(path: Iterable[str | int]) -> str:
+    """RFC 6901 pointer for a path of object keys and array indices (``""`` is the root)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def _describe(error: ValidationError) -> Iterator[tuple[str, str]]:
+    path = list(error.absolute_path)
+    keyword = str(error.validator)
+    value = error.validator_value
+    if keyword == "required" and isinstance(error.instance, Mapping):
+        for name in _strings(value):
+            if name not in error.instance:
+                yield json_pointer([*path, name]), "is required but missing."
+        return
+    if keyword in {"additionalProperties", "unevaluatedProperties"} and isinstance(
+        error.instance, Mapping
+    ):
+        extras = _unexpected_keys(error.instance, error.schema)
+        for name in extras:
+            yield json_pointer([*path, name]), "is not allowed: the schema has no such property."
+        if extras:
+            return
+    yield json_pointer(path), _message(keyword, value)
+
+
+def _unexpected_keys(instance: Mapping[str, Any], schema: Any) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    declared = schema.get("properties", {})
+    patterns = [ecma_regex(pattern) for pattern in schema.get("patternProperties", {})]
+    return [
+        key
+        for key in instance
+        if key not in declared and not any(pattern.search(key) for pattern in patterns)
+    ]
+
+
+def _message(keyword: str, value: Any) -> str:  # noqa: PLR0911 - one line per keyword
+    if keyword == "type":
+        names = [_TYPE_NAMES.get(name, name) for name in _strings(value)]
+        return f"must be {' or '.join(names)}."
+    if keyword == "format":
+        return f"must be {_FORMAT_NAMES.get(str(value), f'a valid {value} string')}."
+    if keyword in {"minLength", "maxLength"}:
+        bound = "at least" if keyword == "minLength" else "at most"
+        return f"must have {bound} {value} characters."
+    if keyword in {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}:
+        relation = {
+            "minimum": ">=",
+            "maximum": "<=",
+            "exclusiveMinimum": ">",
+            "exclusiveMaximum": "<",
+        }[keyword]
+        return f"must be {relation} {value}."
+    if keyword == "pattern":
+        return f"must match the pattern {value}."
+    if keyword == "enum":
+        return f"must be one of {', '.join(_json_literal(item) for item in value)}."
+    if keyword == "const":
+        return f"must be {_json_literal(value)}."
+    if keyword in {"minItems", "maxItems", "minProperties", "maxProperties"}:
+        return f"violates {keyword} {value}."
+    if keyword in {"anyOf", "oneOf"}:
+        return "does not match any of the allowed forms."
+    return f"does not satisfy the schema keyword {keyword}."
+
+
+def _strings(value: Any) -> Sequence[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence):
+        return [str(item) for item in value]
+    return []
+
+
+def _json_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

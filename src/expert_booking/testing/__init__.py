@@ -1,0 +1,1 @@
+"""Test support shipped with the package: a payment service stub and a server process runner."""

@@ -1,0 +1,319 @@
+"""Payment faults against a spawned server (real app, controlled clock) and a loopback stub.
+
+CONTRACT section 4: a timeout, a connection error, a non-200 status or a malformed body is
+PAYMENT_UNAVAILABLE (retryable) with nothing changed; a wrong bookingId, amount or currency,
+or PAID without paidAt is PAYMENT_MISMATCH with nothing changed; FAILED / CLOSED release the
+slot; an answer that arrives after the hold expired confirms nothing (BOOKING_EXPIRED).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from expert_booking.client import open_client
+from expert_booking.testing.payment_stub import PaymentStub, RecordedRequest
+from harness.clock import read_offset, write_offset
+from harness.loadgen import confirm_arguments, hold_arguments
+from harness.serve_controlled import ChildServer, controlled_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+HOLD_TTL_SECONDS = 300
+SEED_SLOTS = (
+    "slot-ai-001",
+    "slot-ai-002",
+    "slot-law-001",
+    "slot-law-002",
+    "slot-fin-001",
+    "slot-fin-002",
+)
+
+
+class _HookedRequests(list[RecordedRequest]):
+    """The stub's request log; calls ``on_append`` inside the stub's handler, before it answers."""
+
+    on_append: Callable[[RecordedRequest], None] | None = None
+
+    def append(self, request: RecordedRequest) -> None:
+        super().append(request)
+        if self.on_append is not None:
+            self.on_append(request)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def stub() -> AsyncIterator[PaymentStub]:
+    async with PaymentStub.running() as running:
+        running.requests = _HookedRequests()
+        yield running
+
+
+@pytest.fixture(scope="module")
+def offset_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("clock") / "offset"
+    write_offset(path, 0)
+    return path
+
+
+def _spawn(tmp: Path, offset_file: Path, payment_url: str) -> ChildServer:
+    env = {
+        **os.environ,
+        "PAYMENT_QUERY_BASE_URL": payment_url,
+        "PAYMENT_TIMEOUT_SECONDS": "0.5",
+        "HOLD_TTL_SECONDS": str(HOLD_TTL_SECONDS),
+    }
+    return controlled_server(db_path=tmp / "booking.db", offset_file=offset_file, env=env)
+
+
+@pytest.fixture(scope="module")
+def server(
+    stub: PaymentStub, offset_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ChildServer]:
+    with _spawn(tmp_path_factory.mktemp("faults"), offset_file, stub.base_url) as running:
+        yield running
+    assert running.returncode is not None
+
+
+@pytest.fixture(scope="module")
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections: bound, never listening, kept bound."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture
+async def client(server: ChildServer, offset_file: Path) -> AsyncIterator[Client]:
+    with anyio.fail_after(30):
+        async with open_client(server.url) as connected:
+            yield connected
+    # Every hold a test left behind expires; the next test finds all unconfirmed slots free.
+    write_offset(offset_file, read_offset(offset_file) + HOLD_TTL_SECONDS + 1)
+
+
+def server_now(offset_file: Path) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=read_offset(offset_file))
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call a logical tool through tool_catalog.call; the envelope (isError mirrors ok)."""
+    with anyio.fail_after(15):
+        result = await client.call_tool(
+            "tool_catalog.call",
+            {
+                "name": name,
+                "arguments": arguments,
+                "requestSpanId": "0b6f6d1e-2f7d-4d8e-9a51-6c3f1d2e4a10",
+            },
+        )
+    envelope = result.structured_content
+    assert isinstance(envelope, dict)
+    assert result.is_error is (envelope["ok"] is False)
+    return envelope
+
+
+async def hold_free_slot(client: Client) -> dict[str, Any]:
+    """Hold the first seed slot that is free; its booking snapshot."""
+    for slot_id in SEED_SLOTS:
+        envelope = await call(client, "booking.hold_slot", hold_arguments(slot_id))
+        if envelope["ok"]:
+            return dict(envelope["data"])
+        assert envelope["error"]["code"] == "SLOT_UNAVAILABLE", envelope
+    pytest.fail("no free seed slot left")
+
+
+async def get_booking(client: Client, booking_id: str) -> dict[str, Any]:
+    envelope = await call(client, "booking.get_booking", {"bookingId": booking_id})
+    assert envelope["ok"], envelope
+    return dict(envelope["data"])
+
+
+def answer_body(booking: dict[str, Any], **changes: Any) -> str:
+    body = {
+        "bookingId": booking["bookingId"],
+        "status": "PAID",
+        "amount": booking["confirmationIntent"]["intent"]["amount"],
+        "currency": booking["confirmationIntent"]["intent"]["currency"],
+        "paidAt": "2030-01-01T00:00:00.000Z",
+    }
+    body.update(changes)
+    return json.dumps(body)
+
+
+def _error(envelope: dict[str, Any]) -> tuple[str, bool]:
+    assert envelope["ok"] is False, envelope
+    return envelope["error"]["code"], envelope["error"]["retryable"]
+
+
+UNCHANGED_FAULTS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str, bool]] = {
+    "timeout": (lambda b: {"status": "PAID", "delay_seconds": 5.0}, "PAYMENT_UNAVAILABLE", True),
+    "http-500": (lambda b: {"status": "PAID", "http_status": 500}, "PAYMENT_UNAVAILABLE", True),
+    "http-404": (lambda b: {"status": "PAID", "http_status": 404}, "PAYMENT_UNAVAILABLE", True),
+    "malformed-json": (lambda b: {"raw_body": '{"status": "PAID", '}, "PAYMENT_UNAVAILABLE", True),
+    "json-without-fields": (
+        lambda b: {"raw_body": '{"status": "PAID"}'},
+        "PAYMENT_UNAVAILABLE",
+        True,
+    ),
+    "json-array": (lambda b: {"raw_body": "[]"}, "PAYMENT_UNAVAILABLE", True),
+    "wrong-booking-id": (
+        lambda b: {"raw_body": answer_body(b, bookingId="booking-" + "0" * 32)},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "wrong-amount": (
+        lambda b: {"raw_body": answer_body(b, amount="1.00")},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "amount-not-the-exact-string": (
+        lambda b: {"raw_body": answer_body(b, amount=b["payment"]["amount"].rstrip("0"))},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "wrong-currency": (
+        lambda b: {"raw_body": answer_body(b, currency="USD")},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "paid-without-paid-at": (
+        lambda b: {"raw_body": answer_body(b, paidAt=None)},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "still-pending": (
+        lambda b: {"raw_body": answer_body(b, status="PENDING", paidAt=None)},
+        "PAYMENT_PENDING",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(UNCHANGED_FAULTS))
+async def test_payment_fault_leaves_the_held_booking_unchanged_with_the_right_error(
+    client: Client, stub: PaymentStub, offset_file: Path, fault: str
+) -> None:
+    answer, code, retryable = UNCHANGED_FAULTS[fault]
+    booking = await hold_free_slot(client)
+    stub.set_answer(booking["bookingId"], **answer(booking))
+
+    arguments = confirm_arguments(booking, approved_at=server_now(offset_file))
+    envelope = await call(client, "booking.confirm_booking", arguments)
+
+    assert _error(envelope) == (code, retryable)
+    assert len(stub.requests_for(booking["bookingId"])) == 1
+    after = await get_booking(client, booking["bookingId"])
+    assert after == booking
+    # Nothing was recorded under the key: the same call reaches the payment service again.
+    stub.set_answer(booking["bookingId"], raw_body=answer_body(booking, status="PENDING"))
+    again = await call(client, "booking.confirm_booking", arguments)
+    assert _error(again) == ("PAYMENT_PENDING", True)
+    assert len(stub.requests_for(booking["bookingId"])) == 2
+
+
+async def test_after_a_payment_timeout_the_same_confirmation_succeeds_once_paid(
+    client: Client, stub: PaymentStub, offset_file: Path
+) -> None:
+    booking = await hold_free_slot(client)
+    stub.set_answer(booking["bookingId"], status="PAID", delay_seconds=5.0)
+    arguments = confirm_arguments(booking, approved_at=server_now(offset_file))
+    assert _error(await call(client, "booking.confirm_booking", arguments)) == (
+        "PAYMENT_UNAVAILABLE",
+        True,
+    )
+
+    stub.set_answer(booking["bookingId"], raw_body=answer_body(booking))
+    envelope = await call(client, "booking.confirm_booking", arguments)
+
+    assert envelope["ok"], envelope
+    confirmed = envelope["data"]
+    assert (confirmed["status"], confirmed["version"]) == ("CONFIRMED", booking["version"] + 1)
+    assert confirmed["payment"]["status"] == "PAID"
+    assert confirmed["payment"]["paidAt"] == "2030-01-01T00:00:00.000Z"
+
+
+@pytest.mark.parametrize("payment_status", ["FAILED", "CLOSED"])
+async def test_failed_or_closed_payment_releases_the_slot(
+    client: Client, stub: PaymentStub, offset_file: Path, payment_status: str
+) -> None:
+    code = booking_status = f"PAYMENT_{payment_status}"
+    booking = await hold_free_slot(client)
+    stub.set_answer(
+        booking["bookingId"], raw_body=answer_body(booking, status=payment_status, paidAt=None)
+    )
+    arguments = confirm_arguments(booking, approved_at=server_now(offset_file))
+
+    envelope = await call(client, "booking.confirm_booking", arguments)
+
+    assert _error(envelope) == (code, False)
+    after = await get_booking(client, booking["bookingId"])
+    assert (after["status"], after["version"]) == (booking_status, booking["version"] + 1)
+    assert after["payment"]["status"] == payment_status
+    assert after["confirmationIntent"] is None
+    # The outcome is recorded: a replay returns it without asking the payment service again.
+    assert _error(await call(client, "booking.confirm_booking", arguments)) == (code, False)
+    assert len(stub.requests_for(booking["bookingId"])) == 1
+    rehold = await call(client, "booking.hold_slot", hold_arguments(booking["slotId"]))
+    assert rehold["ok"], rehold
+    assert rehold["data"]["status"] == "HELD"
+
+
+async def test_paid_answer_arriving_after_the_hold_expired_confirms_nothing(
+    client: Client, stub: PaymentStub, offset_file: Path
+) -> None:
+    booking = await hold_free_slot(client)
+    stub.set_answer(booking["bookingId"], raw_body=answer_body(booking))
+    arguments = confirm_arguments(booking, approved_at=server_now(offset_file))
+    requests = stub.requests
+    assert isinstance(requests, _HookedRequests)
+
+    def expire_while_answering(request: RecordedRequest) -> None:
+        # Runs in the stub's handler: the server's clock passes expiresAt before PAID arrives.
+        if request.booking_id == booking["bookingId"]:
+            write_offset(offset_file, read_offset(offset_file) + HOLD_TTL_SECONDS + 1)
+
+    requests.on_append = expire_while_answering
+    try:
+        envelope = await call(client, "booking.confirm_booking", arguments)
+    finally:
+        requests.on_append = None
+
+    assert _error(envelope) == ("BOOKING_EXPIRED", False)
+    assert len(stub.requests_for(booking["bookingId"])) == 1
+    after = await get_booking(client, booking["bookingId"])
+    assert (after["status"], after["version"]) == ("EXPIRED", booking["version"] + 1)
+    assert after["payment"]["status"] == "PENDING"
+    assert after["confirmedAt"] is None
+    rehold = await call(client, "booking.hold_slot", hold_arguments(booking["slotId"]))
+    assert rehold["ok"], rehold
+
+
+async def test_refused_payment_connection_is_retryable_and_changes_nothing(
+    offset_file: Path, refused_port: int, tmp_path: Path
+) -> None:
+    refused_url = f"http://127.0.0.1:{refused_port}"
+    with _spawn(tmp_path, offset_file, refused_url) as server:
+        with anyio.fail_after(30):
+            async with open_client(server.url) as client:
+                booking = await hold_free_slot(client)
+                arguments = confirm_arguments(booking, approved_at=server_now(offset_file))
+
+                envelope = await call(client, "booking.confirm_booking", arguments)
+
+                assert _error(envelope) == ("PAYMENT_UNAVAILABLE", True)
+                assert await get_booking(client, booking["bookingId"]) == booking
+    assert server.returncode is not None

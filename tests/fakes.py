@@ -1,0 +1,156 @@
+"""Shared fakes and builders for tests: a settable clock, a scripted payment service, bookings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    HumanApproval,
+    Intent,
+    Money,
+    Payment,
+    PaymentAnswer,
+    PaymentStatus,
+)
+from expert_booking.ports import TraceContext
+
+T0 = datetime(2030, 9, 1, tzinfo=UTC)
+SLOT_AI_001_STARTS_AT = datetime(2030, 9, 2, 2, tzinfo=UTC)
+TRACE = TraceContext(trace_id="4bf92f3577b34da6a3ce929d0e0e4736", span_id="00f067aa0ba902b7")
+
+
+class MutableClock:
+    """A ``Clock`` that moves only when a test moves it."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self._now = _aware_utc(start)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        self._now += timedelta(seconds=seconds)
+        return self._now
+
+    def set(self, value: datetime) -> None:
+        self._now = _aware_utc(value)
+
+
+def _aware_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        msg = "MutableClock needs an aware datetime"
+        raise ValueError(msg)
+    return value.astimezone(UTC)
+
+
+PaymentOutcome = PaymentAnswer | BaseException | Callable[[], PaymentAnswer]
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentCall:
+    booking_id: str
+    trace: TraceContext
+
+
+class FakePayments:
+    """A ``PaymentQueryPort`` answering from per-booking scripts, recording every call.
+
+    ``script(booking_id, a, b, c)`` answers the next queries with ``a``, ``b``, then ``c`` for
+    every later query. An outcome is a ``PaymentAnswer``, an exception to raise, or a callable
+    returning an answer (to act while "the network call is in flight", e.g. advance a clock).
+    An unscripted booking is a test bug and fails loudly.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[PaymentCall] = []
+        self._scripts: dict[str, list[PaymentOutcome]] = {}
+
+    def script(self, booking_id: str, *outcomes: PaymentOutcome) -> None:
+        if not outcomes:
+            msg = "script at least one outcome"
+            raise ValueError(msg)
+        self._scripts[booking_id] = list(outcomes)
+
+    @property
+    def queried_ids(self) -> list[str]:
+        return [call.booking_id for call in self.calls]
+
+    async def query_payment(self, booking_id: str, trace: TraceContext) -> PaymentAnswer:
+        self.calls.append(PaymentCall(booking_id, trace))
+        outcomes = self._scripts.get(booking_id)
+        if not outcomes:
+            msg = f"no scripted payment answer for {booking_id}"
+            raise AssertionError(msg)
+        outcome = outcomes.pop(0) if len(outcomes) > 1 else outcomes[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if callable(outcome):
+            return outcome()
+        return outcome
+
+
+def answer(
+    booking: Booking,
+    status: str,
+    *,
+    paid_at: datetime | None = None,
+    amount: str | None = None,
+    currency: str | None = None,
+    booking_id: str | None = None,
+) -> PaymentAnswer:
+    """A payment answer for ``booking``; exact match unless a field is overridden."""
+    return PaymentAnswer(
+        booking_id=booking.booking_id if booking_id is None else booking_id,
+        status=status,
+        amount=booking.payment.price.amount if amount is None else amount,
+        currency=booking.payment.price.currency if currency is None else currency,
+        paid_at=paid_at,
+    )
+
+
+def approval(
+    booking: Booking,
+    approved_at: datetime,
+    *,
+    decision: str = "APPROVE",
+    intent: Intent | None = None,
+    intent_hash: str | None = None,
+    approval_id: str = "6f1c2f8e-3a5b-4c1d-9e7f-0a1b2c3d4e5f",
+) -> HumanApproval:
+    """A person's approval of ``booking``'s current intent (or of ``intent``, if given)."""
+    approved = booking.intent if intent is None else intent
+    return HumanApproval(
+        approval_id=approval_id,
+        decision=decision,
+        approved_at=approved_at,
+        intent=approved,
+        intent_hash=approved.digest() if intent_hash is None else intent_hash,
+    )
+
+
+def make_booking(booking_id: str = "booking-x", **changes: Any) -> Booking:
+    """A HELD booking of slot-ai-001 held at ``T0``; ``changes`` replace fields."""
+    base = Booking(
+        booking_id=booking_id,
+        slot_id="slot-ai-001",
+        expert_id="exp-ai-001",
+        starts_at=SLOT_AI_001_STARTS_AT,
+        ends_at=SLOT_AI_001_STARTS_AT + timedelta(hours=1),
+        customer=Customer(name="Ada Lovelace", email="Ada.Lovelace@Example.com"),
+        status=BookingStatus.HELD,
+        version=1,
+        held_at=T0,
+        expires_at=T0 + timedelta(seconds=300),
+        confirmed_at=None,
+        payment_page_url=f"http://127.0.0.1:3100/pay/{booking_id}",
+        payment=Payment(
+            query_id=booking_id, status=PaymentStatus.PENDING, price=Money("500.00", "CNY")
+        ),
+    )
+    return replace(base, **changes)

@@ -1,0 +1,155 @@
+"""Schemathesis against the OpenAPI description of ``POST /mcp`` built from ``schemas/``.
+
+Positive cases are schema-valid ``tools/call`` requests for every catalog tool and every logical
+tool behind ``tool_catalog.call``; negative cases break the body or the declared headers.
+Headers stay consistent with a valid body (``Mcp-Name`` = ``params.name``) unless schemathesis
+broke the headers on purpose; the stamping transport always sets ``x-mcp-client-sent-at`` and
+``_meta.clientSentAt`` together. Every response must meet :func:`exchange_problems`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import given, settings
+from schemathesis import Case, GenerationMode
+
+from harness.openapi import CATALOG_TOOLS, PROTOCOL_VERSION, build_openapi
+from tests.fuzz.conftest import (
+    MIN_REQUESTS_PER_RUN,
+    DatabaseWatch,
+    Exchange,
+    UnsendableError,
+    Wire,
+    exchange_problems,
+)
+
+pytestmark = pytest.mark.fuzz
+
+OPERATION = schemathesis.openapi.from_dict(build_openapi())["/mcp"]["POST"]
+
+POSITIVE_EXAMPLES = 800
+NEGATIVE_EXAMPLES = 1300
+MIN_SENT = {"schemathesis-positive": 700, "schemathesis-negative": 1100}
+"""Floors per mode (a few negative cases cannot be sent, e.g. an illegal header value)."""
+
+FUZZ_SETTINGS = settings(
+    deadline=None,  # network round trips; latency is not the property under test
+    derandomize=True,  # the same cases on every CI run
+    database=None,
+    print_blob=True,
+)
+
+outcomes: Counter[str] = Counter()
+
+
+def _declared_headers_valid(headers: dict[str, Any]) -> bool:
+    return (
+        headers.get("MCP-Protocol-Version") == PROTOCOL_VERSION
+        and headers.get("Mcp-Method") == "tools/call"
+        and headers.get("Mcp-Name") in CATALOG_TOOLS
+    )
+
+
+def _wire_request(case: Case[Any]) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body bytes and headers to send for ``case``."""
+    kwargs = case.as_transport_kwargs(base_url="http://127.0.0.1")
+    if "json" in kwargs:
+        sent = kwargs["json"]
+        if isinstance(sent, dict) and isinstance(sent.get("id"), float) and sent["id"].is_integer():
+            # JSON Schema counts 1.0 as an integer; a JSON-RPC id is a string or an integer.
+            sent = {**sent, "id": int(sent["id"])}
+        body = json.dumps(sent).encode()
+    else:
+        data = kwargs.get("data", b"")
+        body = data.encode() if isinstance(data, str) else bytes(data)
+    headers = {str(k): str(v) for k, v in kwargs["headers"].items() if k.lower() != "connection"}
+    headers["Accept"] = "application/json, text/event-stream"
+    if _declared_headers_valid(dict(case.headers or {})):
+        # Valid headers: make them agree with the body, as a real client would.
+        sent = kwargs.get("json")
+        params = sent.get("params") if isinstance(sent, dict) else None
+        name = params.get("name") if isinstance(params, dict) else None
+        if isinstance(name, str) and name.isascii() and name.isprintable():
+            headers["Mcp-Name"] = name
+        else:
+            headers.pop("Mcp-Name", None)
+    return body, list(headers.items())
+
+
+def _send(wire: Wire, case: Case[Any], source: str) -> Exchange | None:
+    body, headers = _wire_request(case)
+    try:
+        return wire.send(body, headers, source)
+    except UnsendableError:
+        return None
+
+
+def _describe(exchange: Exchange) -> str:
+    return (
+        f"request {exchange.request_text[:600]}\nresponse {exchange.status} {exchange.text[:900]}"
+    )
+
+
+def test_positive_tools_call_requests_get_valid_envelopes(wire: Wire) -> None:
+    """Every schema-valid call reaches its tool: HTTP 200 and a valid envelope.
+
+    Valid arguments are never refused as INVALID_ARGUMENTS.
+    """
+
+    @settings(FUZZ_SETTINGS, max_examples=POSITIVE_EXAMPLES)
+    @given(case=OPERATION.as_strategy(generation_mode=GenerationMode.POSITIVE))
+    def run(case: Case[Any]) -> None:
+        exchange = _send(wire, case, "schemathesis-positive")
+        assert exchange is not None, "a positive case must be sendable"
+        problems = exchange_problems(exchange)
+        assert problems == [], f"{problems}\n{_describe(exchange)}"
+        envelope = exchange.envelope
+        assert exchange.status == 200, _describe(exchange)
+        assert envelope is not None, _describe(exchange)
+        code = "ok" if envelope["ok"] else envelope["error"]["code"]
+        outcomes[f"positive {code}"] += 1
+        assert code != "INVALID_ARGUMENTS", _describe(exchange)
+
+    run()
+    assert wire.counts["schemathesis-positive"] >= MIN_SENT["schemathesis-positive"]
+
+
+def test_negative_requests_never_break_the_server(wire: Wire) -> None:
+    """Broken bodies and headers get a JSON-RPC answer (or a refusing envelope), never a 5xx."""
+
+    @settings(FUZZ_SETTINGS, max_examples=NEGATIVE_EXAMPLES)
+    @given(case=OPERATION.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+    def run(case: Case[Any]) -> None:
+        exchange = _send(wire, case, "schemathesis-negative")
+        if exchange is None:
+            return
+        problems = exchange_problems(exchange)
+        assert problems == [], f"{problems}\n{_describe(exchange)}"
+        envelope = exchange.envelope
+        if envelope is not None:
+            outcomes["negative " + ("ok" if envelope["ok"] else envelope["error"]["code"])] += 1
+        else:
+            error = (exchange.message or {}).get("error") or {}
+            outcomes[f"negative HTTP {exchange.status} {error.get('code')}"] += 1
+
+    run()
+    assert wire.counts["schemathesis-negative"] >= MIN_SENT["schemathesis-negative"]
+
+
+def test_fuzz_run_sent_enough_requests_and_left_the_database_consistent(
+    wire: Wire, database_watch: DatabaseWatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At least 2,000 generated requests per run; the database invariants held after each test."""
+    with capsys.disabled():
+        counts = ", ".join(f"{source} {n}" for source, n in sorted(wire.counts.items()))
+        sys.stdout.write(f"\nfuzz requests: {wire.total} ({counts})\n")
+        sys.stdout.writelines(f"  {key}: {n}\n" for key, n in sorted(outcomes.items()))
+    assert wire.total >= MIN_REQUESTS_PER_RUN
+    assert database_watch.check("at the end") == []
+    assert database_watch.violations == []

@@ -1,0 +1,1 @@
+"""Integration tests: adapters against real SQLite files and mocked HTTP transports."""

@@ -1,0 +1,486 @@
+"""The HTTP edge in process: gates, timestamps and the SDK behind them (CONTRACT section 2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from expert_booking.client import ExchangeRecorder, open_client
+from expert_booking.edge.http_app import create_app
+from expert_booking.edge.wire_time import SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
+from expert_booking.settings import Settings
+from harness.floor_app import build_floor_app
+from harness.inprocess import inprocess_app
+
+pytestmark = pytest.mark.anyio
+
+URL = "http://127.0.0.1:3000/mcp"
+SENT = "2030-09-01T00:00:00.000Z"
+T0 = datetime(2030, 9, 1, 0, 0, 1, tzinfo=UTC)
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+class TickingClock:
+    """Each reading is one millisecond after the previous one."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self._next = start
+
+    def now(self) -> datetime:
+        current = self._next
+        self._next += timedelta(milliseconds=1)
+        return current
+
+
+def stamp(n: int) -> str:
+    """The n-th reading of a fresh ``TickingClock``."""
+    return (T0 + timedelta(milliseconds=n)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass
+class Spy:
+    """What the test server's tool saw."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def spy_server(spy: Spy) -> Server[Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[types.Tool(name="spy", input_schema=schema)], ttl_ms=0, cache_scope="private"
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        assert ctx.request is not None
+        scope = ctx.request.scope
+        spy.calls.append(
+            {
+                "received_at": scope[SCOPE_RECEIVED_AT],
+                "client_sent_at": scope[SCOPE_CLIENT_SENT_AT],
+                "host": ctx.request.headers.get("host"),
+            }
+        )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="ok")],
+            structured_content={"ok": True},
+            _meta={"com.example/handler": "kept"},
+        )
+
+    return Server(
+        "spy",
+        version="1.0.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: schema if name == "spy" else None,
+    )
+
+
+@asynccontextmanager
+async def http(
+    settings: Settings | None = None, spy: Spy | None = None
+) -> AsyncIterator[httpx2.AsyncClient]:
+    settings = settings or Settings()
+    app = create_app(mcp_server=spy_server(spy or Spy()), settings=settings, clock=TickingClock())
+    with anyio.fail_after(10):
+        async with inprocess_app(app) as transport, httpx2.AsyncClient(transport=transport) as c:
+            yield c
+
+
+def rpc(method: str = "tools/call", request_id: Any = 1, **params: Any) -> dict[str, Any]:
+    if method == "tools/call":
+        params.setdefault("name", "spy")
+        params.setdefault("arguments", {})
+    params.setdefault("_meta", {**ENVELOPE, "clientSentAt": SENT})
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def headers(method: str = "tools/call", **extra: str) -> dict[str, str]:
+    base = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+        "x-mcp-client-sent-at": SENT,
+    }
+    if method == "tools/call":
+        base["mcp-name"] = "spy"
+    base.update(extra)
+    return base
+
+
+def without(mapping: dict[str, str], *names: str) -> dict[str, str]:
+    return {k: v for k, v in mapping.items() if k not in names}
+
+
+async def post(
+    c: httpx2.AsyncClient,
+    body: Any,
+    hdrs: dict[str, str] | None = None,
+    url: str = URL,
+) -> httpx2.Response:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return await c.post(url, content=content, headers=headers() if hdrs is None else hdrs)
+
+
+def error_of(response: httpx2.Response) -> dict[str, Any]:
+    assert response.headers["content-type"].startswith("application/json")
+    body: dict[str, Any] = response.json()
+    assert body["jsonrpc"] == "2.0"
+    return body
+
+
+def assert_no_client_time(response: httpx2.Response) -> None:
+    assert "x-mcp-client-sent-at" not in response.headers
+    assert SENT.encode() not in response.content
+    assert "result" not in response.json()
+
+
+async def test_a_tool_call_gets_both_server_stamps_as_headers_and_in_result_meta() -> None:
+    spy = Spy()
+    async with http(spy=spy) as c:
+        response = await post(c, rpc())
+    assert response.status_code == 200
+    assert response.headers["x-mcp-server-received-at"] == stamp(0)
+    assert response.headers["x-mcp-server-responded-at"] == stamp(1)
+    meta = response.json()["result"]["_meta"]
+    assert meta["clientSentAt"] == SENT
+    assert meta["serverReceivedAt"] == stamp(0)
+    assert meta["serverRespondedAt"] == stamp(1)
+    assert meta["com.example/handler"] == "kept"
+    assert int(response.headers["content-length"]) == len(response.content)
+
+
+async def test_tool_handlers_read_both_wire_times_from_the_request_scope() -> None:
+    spy = Spy()
+    async with http(spy=spy) as c:
+        await post(c, rpc())
+    assert spy.calls == [
+        {"received_at": stamp(0), "client_sent_at": SENT, "host": "127.0.0.1:3000"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "hdrs", "status"),
+    [
+        pytest.param(rpc(), headers(), 200, id="call"),
+        pytest.param(rpc(), headers(host="evil.example"), 421, id="host"),
+        pytest.param(rpc(), headers(origin="http://evil.example"), 403, id="origin"),
+        pytest.param(rpc(), without(headers(), "mcp-protocol-version"), 400, id="no-version"),
+        pytest.param(rpc(), without(headers(), "x-mcp-client-sent-at"), 400, id="no-client-time"),
+        pytest.param(b"{", headers(), 400, id="parse-error"),
+        pytest.param(rpc("initialize"), headers("initialize"), 404, id="initialize"),
+        pytest.param([rpc()], headers(), 400, id="batch"),
+        pytest.param(rpc(), headers(accept="text/html"), 406, id="sdk-accept"),
+    ],
+)
+async def test_every_mcp_response_carries_both_server_timestamp_headers(
+    body: Any, hdrs: dict[str, str], status: int
+) -> None:
+    async with http() as c:
+        response = await post(c, body, hdrs)
+    assert response.status_code == status
+    assert response.headers["x-mcp-server-received-at"] == stamp(0)
+    assert response.headers["x-mcp-server-responded-at"] == stamp(1)
+
+
+async def test_an_error_response_gets_headers_but_no_result_meta() -> None:
+    async with http() as c:
+        response = await post(c, rpc("initialize"), headers("initialize"))
+    body = error_of(response)
+    assert (response.status_code, body["error"]["code"]) == (404, -32601)
+    assert "result" not in body
+
+
+async def test_healthz_answers_ok() -> None:
+    async with http() as c:
+        response = await c.get("http://127.0.0.1:3000/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+async def test_a_wrong_host_is_refused_with_421_and_no_handler_runs() -> None:
+    spy = Spy()
+    async with http(spy=spy) as c:
+        response = await post(c, rpc(request_id=5), headers(host="attacker.example:3000"))
+    body = error_of(response)
+    assert response.status_code == 421
+    assert body["error"]["code"] == -32600
+    assert body["error"]["data"] == {"code": "HOST_NOT_ALLOWED"}
+    assert "ALLOWED_HOSTS" in body["error"]["message"]
+    assert spy.calls == []
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "127.0.0.1:3000", "localhost", "LOCALHOST:8080", "[::1]", "[::1]:3000"],
+)
+async def test_an_allowed_host_passes_with_or_without_a_port(host: str) -> None:
+    spy = Spy()
+    async with http(spy=spy) as c:
+        response = await post(c, rpc(), headers(host=host))
+    assert response.status_code == 200, response.text
+    assert len(spy.calls) == 1
+
+
+@pytest.mark.parametrize(("host", "status"), [("example.com:8443", 200), ("example.com", 421)])
+async def test_a_configured_host_with_a_port_allows_only_that_port(host: str, status: int) -> None:
+    settings = replace(Settings(), allowed_hosts=("127.0.0.1", "example.com:8443"))
+    async with http(settings) as c:
+        response = await post(c, rpc(), headers(host=host))
+    assert response.status_code == status
+
+
+async def test_a_wrong_origin_is_refused_with_403_and_no_handler_runs() -> None:
+    spy = Spy()
+    async with http(spy=spy) as c:
+        response = await post(c, rpc(), headers(origin="http://attacker.example"))
+    body = error_of(response)
+    assert response.status_code == 403
+    assert body["error"]["data"] == {"code": "ORIGIN_NOT_ALLOWED"}
+    assert spy.calls == []
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1", "http://localhost:5173", "http://[::1]:1"])
+async def test_an_allowed_origin_passes_with_any_port(origin: str) -> None:
+    async with http() as c:
+        response = await post(c, rpc(), headers(origin=origin))
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+async def test_anything_but_post_gets_405_with_allow_post(method: str) -> None:
+    async with http() as c:
+        response = await c.request(method, URL, headers=headers())
+    body = error_of(response)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert body["error"]["code"] == -32600
+    assert "2026-07-28" in body["error"]["message"]
+    assert body["error"]["data"] == {"supported": ["2026-07-28"]}
+
+
+async def test_a_post_without_protocol_version_gets_400_naming_2026_07_28() -> None:
+    async with http() as c:
+        response = await post(c, rpc(request_id="a-1"), without(headers(), "mcp-protocol-version"))
+    body = error_of(response)
+    assert response.status_code == 400
+    assert body["id"] == "a-1"
+    assert body["error"]["code"] == -32020
+    assert "MCP-Protocol-Version: 2026-07-28" in body["error"]["message"]
+    assert body["error"]["data"] == {"supported": ["2026-07-28"]}
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05", "1900-01-01"])
+async def test_a_post_at_an_older_or_unknown_version_gets_400_naming_2026_07_28(
+    version: str,
+) -> None:
+    legacy_initialize = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}},
+    }
+    async with http() as c:
+        response = await post(c, legacy_initialize, headers(**{"mcp-protocol-version": version}))
+    body = error_of(response)
+    assert response.status_code == 400
+    assert body["id"] == 9
+    assert body["error"]["code"] == -32022
+    assert "2026-07-28" in body["error"]["message"]
+    assert body["error"]["data"] == {"supported": ["2026-07-28"], "requested": version}
+
+
+async def test_an_enveloped_initialize_at_2026_gets_the_sdks_own_404() -> None:
+    async with http() as c:
+        response = await post(c, rpc("initialize", request_id=3), headers("initialize"))
+    body = error_of(response)
+    assert response.status_code == 404
+    assert (body["id"], body["error"]["code"]) == (3, -32601)
+
+
+async def test_a_declared_body_over_32_kib_gets_413_without_a_handler() -> None:
+    spy = Spy()
+    big = rpc(arguments={"pad": "x" * (32 * 1024)})
+    async with http(spy=spy) as c:
+        response = await post(c, big)
+    body = error_of(response)
+    assert response.status_code == 413
+    assert body["error"]["data"] == {"code": "REQUEST_TOO_LARGE", "maxBytes": 32 * 1024}
+    assert spy.calls == []
+
+
+async def test_a_streamed_body_over_32_kib_gets_413() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(40):
+            yield b" " * 1024
+
+    async with http() as c:
+        response = await c.post(URL, content=chunks(), headers=headers())
+    assert response.status_code == 413
+    assert error_of(response)["error"]["data"]["code"] == "REQUEST_TOO_LARGE"
+
+
+async def test_a_body_of_exactly_32_kib_is_accepted() -> None:
+    message = json.dumps(rpc()).encode()
+    padded = message[:-1] + b" " * (32 * 1024 - len(message)) + b"}"
+    async with http() as c:
+        response = await post(c, padded)
+    assert response.status_code == 200, response.text
+
+
+async def test_malformed_json_gets_400_parse_error_with_null_id() -> None:
+    async with http() as c:
+        response = await post(c, b'{"jsonrpc": "2.0", "id": 1,')
+    body = error_of(response)
+    assert response.status_code == 400
+    assert (body["id"], body["error"]["code"]) == (None, -32700)
+
+
+async def test_a_batch_array_is_left_to_the_sdk() -> None:
+    async with http() as c:
+        response = await post(c, [rpc()])
+    body = error_of(response)
+    assert response.status_code == 400
+    assert (body["id"], body["error"]["code"]) == (None, -32600)
+
+
+def _meta_without_client_time() -> dict[str, Any]:
+    return rpc(_meta=dict(ENVELOPE), request_id=11)
+
+
+def _cases() -> Iterator[Any]:
+    yield pytest.param(rpc(request_id=11), without(headers(), "x-mcp-client-sent-at"), id="header")
+    yield pytest.param(_meta_without_client_time(), headers(), id="meta")
+    yield pytest.param(
+        _meta_without_client_time(), without(headers(), "x-mcp-client-sent-at"), id="both"
+    )
+    for bad in (
+        "2030-09-01T00:00:00Z",
+        "2030-09-01T00:00:00.000000Z",
+        "2030-09-01T00:00:00.000+00:00",
+        "2030-09-01t00:00:00.000z",
+        "2030-13-01T00:00:00.000Z",
+        "2030-09-01T24:00:00.000Z",
+        "yesterday",
+    ):
+        body = rpc(request_id=11, _meta={**ENVELOPE, "clientSentAt": bad})
+        yield pytest.param(body, headers(**{"x-mcp-client-sent-at": bad}), id=f"malformed {bad}")
+    yield pytest.param(
+        rpc(request_id=11, _meta={**ENVELOPE, "clientSentAt": 1_900_000_000_000}),
+        headers(),
+        id="meta-number",
+    )
+    yield pytest.param(
+        rpc(request_id=11, _meta={**ENVELOPE, "clientSentAt": SENT}),
+        headers(**{"x-mcp-client-sent-at": "soon"}),
+        id="header-malformed",
+    )
+
+
+@pytest.mark.parametrize(("body", "hdrs"), list(_cases()))
+async def test_a_missing_or_malformed_client_timestamp_gets_400_missing_client_timestamp(
+    body: dict[str, Any], hdrs: dict[str, str]
+) -> None:
+    spy = Spy()
+    async with http(spy=spy) as c:
+        response = await post(c, body, hdrs)
+    payload = error_of(response)
+    assert response.status_code == 400
+    assert payload["id"] == 11
+    assert payload["error"]["code"] == -32600
+    assert payload["error"]["data"]["code"] == "MISSING_CLIENT_TIMESTAMP"
+    assert "x-mcp-client-sent-at" in payload["error"]["message"]
+    assert spy.calls == []
+    assert_no_client_time(response)
+
+
+async def test_different_header_and_meta_client_times_get_400_mismatch() -> None:
+    spy = Spy()
+    other = "2030-09-01T00:00:00.001Z"
+    async with http(spy=spy) as c:
+        response = await post(c, rpc(request_id="m"), headers(**{"x-mcp-client-sent-at": other}))
+    payload = error_of(response)
+    assert response.status_code == 400
+    assert payload["id"] == "m"
+    assert payload["error"]["code"] == -32600
+    assert payload["error"]["data"] == {"code": "CLIENT_TIMESTAMP_MISMATCH"}
+    assert spy.calls == []
+    assert_no_client_time(response)
+    assert other.encode() not in response.content
+
+
+async def test_a_notification_needs_the_client_timestamp_too() -> None:
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"_meta": ENVELOPE}}
+    async with http() as c:
+        refused = await post(c, note, headers("notifications/cancelled"))
+        stamped = {**note, "params": {"_meta": {**ENVELOPE, "clientSentAt": SENT}}}
+        accepted = await post(c, stamped, headers("notifications/cancelled"))
+    assert refused.status_code == 400
+    assert error_of(refused)["error"]["data"]["code"] == "MISSING_CLIENT_TIMESTAMP"
+    assert accepted.status_code == 202
+
+
+@pytest.mark.parametrize("padding", [" ", "\t", " \t "])
+async def test_header_values_are_compared_after_trimming_optional_whitespace(padding: str) -> None:
+    spy = Spy()
+    padded = headers(
+        **{
+            "x-mcp-client-sent-at": f"{padding}{SENT}{padding}",
+            "mcp-protocol-version": f"{padding}2026-07-28",
+            "host": f"127.0.0.1:3000{padding}",
+            "origin": f"{padding}http://localhost:5173",
+        }
+    )
+    async with http(spy=spy) as c:
+        response = await post(c, rpc(), padded)
+    assert response.status_code == 200, response.text
+    assert spy.calls[0]["client_sent_at"] == SENT
+
+
+async def test_the_official_client_through_the_adapter_sees_an_ordered_chain() -> None:
+    recorder = ExchangeRecorder()
+    clock = TickingClock()  # one clock for both sides, so the chain is strictly ordered
+    with anyio.fail_after(10):
+        async with (
+            inprocess_app(build_floor_app(Settings(), clock=clock)) as transport,
+            open_client(URL, transport=transport, clock=clock, on_exchange=recorder) as client,
+        ):
+            discovered = client.session.discover_result
+            assert discovered is not None
+            discover_meta = discovered.meta
+            listed = await client.list_tools()
+            called = await client.call_tool("noop", {})
+    assert [e.mcp_method for e in recorder.exchanges] == [
+        "server/discover",
+        "tools/list",
+        "tools/call",
+    ]
+    for exchange, meta in zip(
+        recorder.exchanges, [discover_meta, listed.meta, called.meta], strict=True
+    ):
+        assert meta is not None
+        chain = exchange.chain()
+        assert chain == sorted(chain, key=str)
+        assert len(set(chain)) == 4
+        assert meta["clientSentAt"] == exchange.client_sent_at
+        assert meta["serverReceivedAt"] == exchange.server_received_at
+        assert meta["serverRespondedAt"] == exchange.server_responded_at

@@ -1,0 +1,449 @@
+"""The three MCP tools through the official client: full stack in process, plus fault injection.
+
+The full stack is ``bootstrap.build_asgi_app`` (SQLite on a temp file, a mocked payment
+service) served in process and driven by ``client.open_client``. Faults that the real service
+cannot produce use ``build_mcp_server`` with a fake service behind the SDK's in-process client.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from expert_booking.bootstrap import build_asgi_app
+from expert_booking.client import open_client
+from expert_booking.domain.model import Booking, Customer, format_instant
+from expert_booking.edge.mcp_server import build_mcp_server
+from expert_booking.edge.observability import ACTION_LOGGER, configure_logging
+from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.ports import TraceContext
+from expert_booking.services import ConfirmBooking, HoldSlot, SearchSlots, SlotPage
+from expert_booking.settings import Settings
+from harness.inprocess import inprocess_app
+from tests.fakes import MutableClock, make_booking
+
+pytestmark = pytest.mark.anyio
+
+URL = "http://127.0.0.1:3000/mcp"
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+REGISTRY = SchemaRegistry.load()
+CUSTOMER = {"name": "Quentin Zyx-Distinctive", "email": "Quentin.ZYX@Distinct-Example.ORG"}
+RESULT_SCHEMAS = {
+    "tool_catalog.search": "tool_catalog_search_result",
+    "tool_catalog.read": "tool_catalog_read_result",
+    "booking.search_available_slots": "slot_search_result",
+    "booking.hold_slot": "booking_snapshot",
+    "booking.confirm_booking": "booking_snapshot",
+    "booking.get_booking": "booking_snapshot",
+}
+
+
+@dataclass
+class PaymentService:
+    """The payment status service behind an ``httpx.MockTransport``; PAID unless told else."""
+
+    clock: MutableClock
+    status: str = "PAID"
+    requests: list[httpx.Request] = field(default_factory=list)
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        booking_id = request.url.path.rsplit("/", 1)[-1]
+        paid_at = format_instant(self.clock.now()) if self.status == "PAID" else None
+        body = {
+            "bookingId": booking_id,
+            "status": self.status,
+            "amount": "500.00",
+            "currency": "CNY",
+            "paidAt": paid_at,
+        }
+        return httpx.Response(200, json=body)
+
+
+@dataclass
+class Stack:
+    client: Client
+    clock: MutableClock
+    payments: PaymentService
+    log: io.StringIO
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call an MCP tool and check the envelope against the contract; return the envelope."""
+        result = await self.client.call_tool(tool, arguments)
+        return checked_envelope(result, tool, arguments)
+
+    async def logical(self, name: str, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        call = {"name": name, "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
+        return await self.call("tool_catalog.call", call | extra)
+
+
+def checked_envelope(
+    result: types.CallToolResult, tool: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    envelope = result.structured_content
+    assert isinstance(envelope, dict)
+    assert not list(REGISTRY["envelope"].validator.iter_errors(envelope)), envelope
+    assert result.is_error is (not envelope["ok"])
+    assert len(result.content) == 1
+    assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
+    name = arguments.get("name", tool) if tool == "tool_catalog.call" else tool
+    if envelope["ok"] and name in RESULT_SCHEMAS:
+        validator = REGISTRY[RESULT_SCHEMAS[name]].validator
+        assert not list(validator.iter_errors(envelope["data"])), envelope["data"]
+    return envelope
+
+
+@pytest.fixture
+def action_log() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    logger = logging.getLogger(ACTION_LOGGER)
+    saved = (logger.level, logger.propagate)
+    handler = configure_logging(stream)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+@pytest.fixture
+async def stack(tmp_path: Path, action_log: io.StringIO) -> AsyncIterator[Stack]:
+    clock = MutableClock()
+    payments = PaymentService(clock)
+    app = build_asgi_app(
+        Settings(db_path=tmp_path / "booking.db"),
+        clock=clock,
+        payments_transport=httpx.MockTransport(payments.handle),
+    )
+    with anyio.fail_after(20):
+        async with inprocess_app(app) as transport, open_client(URL, transport=transport) as client:
+            yield Stack(client, clock, payments, action_log)
+
+
+async def test_tools_list_is_exactly_three_tools_with_the_schema_files_verbatim(
+    stack: Stack,
+) -> None:
+    listing = await stack.client.list_tools()
+    tools = {tool.name: tool for tool in listing.tools}
+    assert sorted(tools) == ["tool_catalog.call", "tool_catalog.read", "tool_catalog.search"]
+    for name, tool in tools.items():
+        expected = json.loads((SCHEMAS / f"{name.replace('.', '_')}_input.json").read_text())
+        assert tool.input_schema == expected
+        assert tool.output_schema is None
+        assert tool.description
+    assert listing.ttl_ms is not None
+    assert listing.ttl_ms > 0
+    assert listing.cache_scope == "public"
+
+
+async def test_discovery_teaches_the_flow(stack: Stack) -> None:
+    instructions = stack.client.instructions or ""
+    for phrase in ("tool_catalog.search", "tool_catalog.read", "tool_catalog.call"):
+        assert phrase in instructions
+    for rule in ("a hold is not a booking", "intentHash unchanged", "paymentPageUrl", "UUID"):
+        assert rule in instructions
+
+
+async def test_catalog_search_ranks_and_memoises(stack: Stack) -> None:
+    first = await stack.call("tool_catalog.search", {"query": "帮我确认这个预约", "limit": 2})
+    assert first["data"]["items"][0]["name"] == "booking.confirm_booking"
+    assert first["meta"]["cache"] == "MISS"
+    again = await stack.call("tool_catalog.search", {"query": "帮我确认这个预约", "limit": 2})
+    assert again["meta"]["cache"] == "HIT"
+    assert again["data"] == first["data"]
+    assert again["meta"]["traceId"] != first["meta"]["traceId"]  # no requestSpanId: random
+
+
+async def test_catalog_read_pages_reproduce_the_schema_file(stack: Stack) -> None:
+    raw = (SCHEMAS / "booking_confirm_booking_input.json").read_text()
+    lines: list[str] = []
+    page: dict[str, Any] | None = {"offset": 0, "limit": 50}
+    while page is not None:
+        envelope = await stack.call(
+            "tool_catalog.read", {"uri": "tool://booking.confirm_booking", **page}
+        )
+        lines.extend(envelope["data"]["lines"])
+        page = envelope["data"]["next"]
+    assert "\n".join(lines) + "\n" == raw
+
+
+async def test_the_whole_booking_flow_through_tool_catalog_call(stack: Stack) -> None:
+    found = await stack.logical("booking.search_available_slots", {"query": "AI", "limit": 2})
+    assert found["ok"] is True
+    assert found["meta"]["cache"] == "MISS"
+    slot = found["data"]["slots"][0]
+
+    held = await stack.logical(
+        "booking.hold_slot",
+        {"slotId": slot["slotId"], "customer": CUSTOMER, "idempotencyKey": str(uuid.uuid4())},
+    )
+    assert held["ok"] is True, held
+    snapshot = held["data"]
+    assert snapshot["customer"] == CUSTOMER
+    assert snapshot["status"] == "HELD"
+    assert held["meta"]["cache"] == "BYPASS"
+
+    read = await stack.logical("booking.get_booking", {"bookingId": snapshot["bookingId"]})
+    assert read["data"] == snapshot
+
+    request_span = str(uuid.uuid4())
+    approval = {
+        "approvalId": str(uuid.uuid4()),
+        "decision": "APPROVE",
+        "approvedAt": format_instant(stack.clock.now()),
+        "intent": snapshot["confirmationIntent"]["intent"],
+        "intentHash": snapshot["confirmationIntent"]["intentHash"],
+    }
+    confirm = {
+        "bookingId": snapshot["bookingId"],
+        "expectedVersion": snapshot["version"],
+        "idempotencyKey": str(uuid.uuid4()),
+        "humanApproval": approval,
+    }
+    confirmed = await stack.logical("booking.confirm_booking", confirm, requestSpanId=request_span)
+    assert confirmed["ok"] is True, confirmed
+    assert confirmed["data"]["status"] == "CONFIRMED"
+    assert confirmed["data"]["confirmationIntent"] is None
+    assert confirmed["meta"]["traceId"] == uuid.UUID(request_span).hex
+
+    (payment_request,) = stack.payments.requests
+    _, trace_id, parent_span, _ = payment_request.headers["traceparent"].split("-")
+    assert trace_id == uuid.UUID(request_span).hex
+    assert parent_span != confirmed["meta"]["spanId"]  # the payment query is a child span
+    records = [json.loads(line) for line in stack.log.getvalue().splitlines()]
+    confirm_records = [r for r in records if r["trace_id"] == trace_id]
+    assert [r["action"] for r in confirm_records] == [
+        "booking.confirm_booking",
+        "tool_catalog.call",
+    ]
+    logical, catalog = confirm_records
+    assert logical["span_id"] == confirmed["meta"]["spanId"]
+    assert logical["operation_id"] == confirmed["meta"]["operationId"]
+    assert logical["parent_span_id"] == catalog["span_id"]
+
+
+async def test_log_lines_never_contain_customer_data(stack: Stack) -> None:
+    found = await stack.logical("booking.search_available_slots", {"query": "", "limit": 1})
+    arguments = {
+        "slotId": found["data"]["slots"][0]["slotId"],
+        "customer": {**CUSTOMER, "phone": "+49 30 9999-7777", "note": "NOTE-XYZZY"},
+        "idempotencyKey": str(uuid.uuid4()),
+    }
+    held = await stack.logical("booking.hold_slot", arguments)
+    assert held["ok"] is True
+    text = stack.log.getvalue()
+    assert held["meta"]["operationId"] in text
+    for secret in ("Quentin", "Zyx", "Distinct-Example", "9999-7777", "XYZZY", "slot-"):
+        assert secret not in text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "pointers"),
+    [
+        ({"slotId": 7}, ["/slotId"]),
+        ({"coupon": "FREE"}, ["/coupon"]),
+        ({"customer": {"name": "A"}}, ["/customer/email"]),
+        ({"customer": {**CUSTOMER, "vip": True}}, ["/customer/vip"]),
+        ({"idempotencyKey": "retry-1"}, ["/idempotencyKey"]),
+        ({"idempotencyKey": None}, ["/idempotencyKey"]),
+    ],
+    ids=["wrong-type", "extra-field", "missing-field", "nested-extra", "bad-uuid", "null"],
+)
+async def test_hold_arguments_are_validated_strictly(
+    stack: Stack, arguments: dict[str, Any], pointers: list[str]
+) -> None:
+    base = {"slotId": "slot-ai-001", "customer": CUSTOMER, "idempotencyKey": str(uuid.uuid4())}
+    envelope = await stack.logical("booking.hold_slot", base | arguments)
+    assert envelope["ok"] is False
+    assert envelope["error"]["code"] == "INVALID_ARGUMENTS"
+    assert [v["pointer"] for v in envelope["error"]["details"]["violations"]] == pointers
+
+
+async def test_missing_required_field_and_bad_date_time_are_pointed_at(stack: Stack) -> None:
+    envelope = await stack.logical(
+        "booking.search_available_slots", {"query": "AI", "startsAfter": "next monday"}
+    )
+    violations = envelope["error"]["details"]["violations"]
+    assert [v["pointer"] for v in violations] == ["/limit", "/startsAfter"]
+
+
+async def test_catalog_tool_input_is_validated_too(stack: Stack) -> None:
+    envelope = await stack.call("tool_catalog.search", {"query": "hold", "limit": "5"})
+    assert envelope["error"]["code"] == "INVALID_ARGUMENTS"
+    assert envelope["error"]["details"]["violations"][0]["pointer"] == "/limit"
+    envelope = await stack.call(
+        "tool_catalog.call", {"name": "booking.get_booking", "arguments": {"bookingId": "b"}}
+    )
+    assert envelope["error"]["details"]["violations"][0]["pointer"] == "/requestSpanId"
+
+
+async def test_unknown_logical_tool_and_uri_are_tool_not_found(stack: Stack) -> None:
+    envelope = await stack.logical("booking.cancel_booking", {"bookingId": "b"})
+    assert envelope["error"]["code"] == "TOOL_NOT_FOUND"
+    assert envelope["error"]["recovery"]["action"]
+    envelope = await stack.call(
+        "tool_catalog.read", {"uri": "tool://booking.cancel", "offset": 0, "limit": 5}
+    )
+    assert envelope["error"]["code"] == "TOOL_NOT_FOUND"
+
+
+async def test_a_cursor_of_another_query_is_invalid_cursor(stack: Stack) -> None:
+    first = await stack.call("tool_catalog.search", {"query": "", "limit": 1})
+    cursor = first["data"]["nextCursor"]
+    envelope = await stack.call(
+        "tool_catalog.search", {"query": "hold", "limit": 1, "cursor": cursor}
+    )
+    assert envelope["error"]["code"] == "INVALID_CURSOR"
+    slots = await stack.logical("booking.search_available_slots", {"query": "", "limit": 1})
+    envelope = await stack.logical(
+        "booking.search_available_slots",
+        {"query": "AI", "limit": 1, "cursor": slots["data"]["nextCursor"]},
+    )
+    assert envelope["error"]["code"] == "INVALID_CURSOR"
+
+
+async def test_an_unknown_mcp_tool_is_a_protocol_error(stack: Stack) -> None:
+    with pytest.raises(MCPError) as excinfo:
+        await stack.client.call_tool("booking.hold_slot", {})
+    assert excinfo.value.error.code == types.INVALID_PARAMS
+
+
+class ExplodingService:
+    """A booking service whose every use case fails with an unexpected exception."""
+
+    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+        raise RuntimeError("sqlite3.OperationalError at /srv/secret/booking.db")
+
+    async def hold_slot(self, command: HoldSlot) -> Booking:
+        raise RuntimeError("sqlite3.OperationalError at /srv/secret/booking.db")
+
+    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
+        raise RuntimeError("unreachable")
+
+    async def get_booking(self, booking_id: str) -> Booking:
+        raise RuntimeError("unreachable")
+
+
+async def test_an_unexpected_exception_becomes_internal_error_without_details(
+    action_log: io.StringIO, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = build_mcp_server(
+        service=ExplodingService(), clock=MutableClock(), registry=REGISTRY, version="test"
+    )
+    meta: Any = {"clientSentAt": "2030-09-01T00:00:00.000Z"}
+    arguments = {
+        "name": "booking.hold_slot",
+        "arguments": {"slotId": "s", "customer": CUSTOMER, "idempotencyKey": str(uuid.uuid4())},
+        "requestSpanId": str(uuid.uuid4()),
+    }
+    with caplog.at_level(logging.ERROR, logger="expert_booking.edge"):
+        async with Client(server, cache=None) as client:
+            result = await client.call_tool("tool_catalog.call", arguments, meta=meta)
+    envelope = checked_envelope(result, "tool_catalog.call", arguments)
+    assert envelope["error"] == {
+        "code": "INTERNAL_ERROR",
+        "message": "An unexpected error occurred.",
+        "retryable": False,
+        "details": {"operationId": envelope["meta"]["operationId"]},
+        "recovery": envelope["error"]["recovery"],
+    }
+    text = result.content[0].text  # type: ignore[union-attr]
+    for leak in ("sqlite3", "/srv/secret", "Traceback", "RuntimeError"):
+        assert leak not in text
+    assert "RuntimeError" in caplog.text  # the traceback is in the server log only
+    records = [json.loads(line) for line in action_log.getvalue().splitlines()]
+    assert [(r["action"], r["errorCode"]) for r in records] == [
+        ("booking.hold_slot", "INTERNAL_ERROR"),
+        ("tool_catalog.call", "INTERNAL_ERROR"),
+    ]
+
+
+async def test_in_process_calls_without_a_client_timestamp_are_refused() -> None:
+    server = build_mcp_server(
+        service=ExplodingService(), clock=MutableClock(), registry=REGISTRY, version="test"
+    )
+    async with Client(server, cache=None) as client:
+        with pytest.raises(MCPError) as excinfo:
+            await client.call_tool("tool_catalog.search", {"query": "", "limit": 1})
+    assert excinfo.value.error.code == types.INVALID_REQUEST
+    assert excinfo.value.error.data == {"code": "MISSING_CLIENT_TIMESTAMP"}
+
+
+@dataclass
+class RecordingService:
+    """Answers every use case with one booking and records what it was given."""
+
+    booking: Booking
+    seen: list[object] = field(default_factory=list)
+
+    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+        self.seen.append(command)
+        return SlotPage((), total=0, next_cursor=None, cache_hit=True)
+
+    async def hold_slot(self, command: HoldSlot) -> Booking:
+        self.seen.append(command)
+        return self.booking
+
+    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
+        self.seen.append((command, trace))
+        return self.booking
+
+    async def get_booking(self, booking_id: str) -> Booking:
+        self.seen.append(booking_id)
+        return self.booking
+
+
+async def test_arguments_reach_the_use_case_unchanged_and_confirm_gets_the_logical_span() -> None:
+    booking = make_booking()
+    service = RecordingService(booking)
+    server = build_mcp_server(
+        service=service, clock=MutableClock(), registry=REGISTRY, version="test"
+    )
+    meta: Any = {"clientSentAt": "2030-09-01T00:00:00.000Z"}
+    customer = {"name": "  Ann  ", "email": "ANN@Example.COM", "note": ""}
+    hold = {"slotId": "slot-ai-001", "customer": customer, "idempotencyKey": str(uuid.uuid4())}
+    span = str(uuid.uuid4())
+    confirm = {
+        "bookingId": booking.booking_id,
+        "expectedVersion": 1,
+        "idempotencyKey": str(uuid.uuid4()),
+    }
+    async with Client(server, cache=None) as client:
+        calls = [
+            ("booking.hold_slot", hold),
+            ("booking.confirm_booking", confirm),
+            ("booking.search_available_slots", {"query": " AI ", "limit": 3}),
+        ]
+        envelopes = []
+        for name, arguments in calls:
+            request = {"name": name, "arguments": arguments, "requestSpanId": span}
+            result = await client.call_tool("tool_catalog.call", request, meta=meta)
+            envelopes.append(checked_envelope(result, "tool_catalog.call", request))
+    held, confirmed, searched = service.seen
+    assert isinstance(held, HoldSlot)
+    assert held.customer == Customer(name="  Ann  ", email="ANN@Example.COM", note="")
+    assert isinstance(confirmed, tuple)
+    command, trace = confirmed
+    assert command.human_approval is None
+    assert trace == TraceContext(uuid.UUID(span).hex, envelopes[1]["meta"]["spanId"])
+    assert isinstance(searched, SearchSlots)
+    assert searched.query.text == " AI "
+    assert envelopes[2]["meta"]["cache"] == "HIT"
+    assert envelopes[0]["data"]["customer"] == {
+        "name": "Ada Lovelace",
+        "email": booking.customer.email,
+    }

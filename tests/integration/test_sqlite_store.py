@@ -1,0 +1,447 @@
+"""SqliteBookingStore on real SQLite files: schema, seed, constraints, transactions, locking."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.adapters.sqlite_store import (
+    SqliteBookingStore,
+    booking_from_json,
+    booking_to_json,
+    load_migrations,
+    split_statements,
+)
+from expert_booking.domain.errors import BookingError
+from expert_booking.domain.model import (
+    BookingStatus,
+    Customer,
+    Money,
+    Payment,
+    PaymentStatus,
+)
+from expert_booking.ports import IdempotencyRecord, SlotQuery
+from tests.fakes import T0, make_booking
+
+pytestmark = pytest.mark.anyio
+
+ALL = SlotQuery(text="", specialty=None, starts_after=None, starts_before=None)
+SEED_ORDER = [
+    "slot-ai-001",
+    "slot-law-001",
+    "slot-ai-002",
+    "slot-law-002",
+    "slot-fin-001",
+    "slot-fin-002",
+]
+
+
+@contextlib.contextmanager
+def _raw(db_path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain stdlib connection to inspect (or lock) the database behind the store's back."""
+    connection = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def _count(db_path: Path, sql: str, *params: object) -> int:
+    with _raw(db_path) as connection:
+        return int(connection.execute(sql, params).fetchone()[0])
+
+
+async def _search(
+    store: SqliteBookingStore,
+    query: SlotQuery = ALL,
+    *,
+    now: datetime = T0,
+    offset: int = 0,
+    limit: int = 20,
+) -> tuple[list[str], int]:
+    async with store.transaction() as tx:
+        slots, total = await tx.search_free_slots(query, now, offset, limit)
+    return [slot.slot_id for slot in slots], total
+
+
+async def test_a_new_database_is_created_migrated_and_seeded(store: SqliteBookingStore) -> None:
+    async with store.transaction() as tx:
+        slot = await tx.get_slot("slot-ai-001")
+        missing = await tx.get_slot("slot-nope")
+    assert slot is not None
+    assert slot.expert_id == "exp-ai-001"
+    assert slot.expert_name == "Dr. Lin Wei"
+    assert slot.specialty == "AI"
+    assert slot.starts_at == datetime(2030, 9, 2, 2, tzinfo=UTC)
+    assert slot.ends_at == datetime(2030, 9, 2, 3, tzinfo=UTC)
+    assert slot.price == Money("500.00", "CNY")
+    assert missing is None
+
+
+async def test_the_connection_uses_wal_normal_sync_and_foreign_keys(db_path: Path) -> None:
+    store = await SqliteBookingStore.open(db_path, busy_timeout_ms=1234)
+    try:
+        async with store.transaction() as tx:
+            rows = await tx._fetch("PRAGMA journal_mode", ())
+            assert rows[0][0] == "wal"
+            assert (await tx._fetch("PRAGMA synchronous", ()))[0][0] == 1  # NORMAL
+            assert (await tx._fetch("PRAGMA foreign_keys", ()))[0][0] == 1
+            assert (await tx._fetch("PRAGMA busy_timeout", ()))[0][0] == 1234
+    finally:
+        await store.close()
+
+
+async def test_migrations_and_seed_apply_once_across_reopens(db_path: Path) -> None:
+    for _ in range(3):
+        store = await SqliteBookingStore.open(db_path)
+        await store.close()
+    versions = [migration.version for migration in load_migrations()]
+    with _raw(db_path) as connection:
+        applied = [row[0] for row in connection.execute("SELECT version FROM schema_migrations")]
+    assert applied == versions
+    assert _count(db_path, "SELECT COUNT(*) FROM experts") == len(SEED_EXPERTS)
+    assert _count(db_path, "SELECT COUNT(*) FROM slots") == len(SEED_SLOTS)
+
+
+async def test_the_seed_is_not_rewritten_after_the_first_start(db_path: Path) -> None:
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    with _raw(db_path) as connection:
+        connection.execute("DELETE FROM slots WHERE slot_id = 'slot-fin-002'")
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    assert _count(db_path, "SELECT COUNT(*) FROM slots") == len(SEED_SLOTS) - 1
+
+
+def test_migration_scripts_split_into_complete_statements() -> None:
+    script = "-- a comment; with a semicolon\nCREATE TABLE a (x TEXT DEFAULT ';');\n\nSELECT 1;\n"
+    assert split_statements(script) == (
+        "-- a comment; with a semicolon\nCREATE TABLE a (x TEXT DEFAULT ';');",
+        "SELECT 1;",
+    )
+    assert split_statements("SELECT 1;\n-- trailing comment\n") == ("SELECT 1;",)
+    with pytest.raises(ValueError, match="incomplete"):
+        split_statements("SELECT 1;\nCREATE TABLE b (x")
+
+
+async def test_a_booking_round_trips_through_the_bookings_table(store: SqliteBookingStore) -> None:
+    booking = make_booking(
+        customer=Customer(name="Zoë", email="Zoe@Example.COM", phone="+49 30 1234", note="Hi 你好")
+    )
+    async with store.transaction() as tx:
+        await tx.insert_booking(booking)
+    async with store.transaction() as tx:
+        assert await tx.get_booking(booking.booking_id) == booking
+        assert await tx.get_booking("booking-nope") is None
+
+
+async def test_the_customer_is_stored_exactly_without_absent_optional_keys(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    booking = make_booking(customer=Customer(name=" Ada ", email="ADA@Example.com", note=""))
+    async with store.transaction() as tx:
+        await tx.insert_booking(booking)
+    with _raw(db_path) as connection:
+        (stored,) = connection.execute("SELECT customer_json FROM bookings").fetchone()
+    assert json.loads(stored) == {"name": " Ada ", "email": "ADA@Example.com", "note": ""}
+
+
+async def test_the_partial_unique_index_refuses_a_second_active_booking_of_a_slot(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    async with store.transaction() as tx:
+        await tx.insert_booking(make_booking("booking-a"))
+    with pytest.raises(BookingError) as excinfo:
+        async with store.transaction() as tx:
+            await tx.insert_booking(make_booking("booking-b"))
+    assert excinfo.value.code == "SLOT_UNAVAILABLE"
+    assert isinstance(excinfo.value.__cause__, sqlite3.IntegrityError)
+    assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
+
+
+async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(
+    store: SqliteBookingStore,
+) -> None:
+    async with store.transaction() as tx:
+        await tx.insert_booking(make_booking("booking-a", status=BookingStatus.EXPIRED))
+        await tx.insert_booking(make_booking("booking-b", status=BookingStatus.PAYMENT_FAILED))
+        await tx.insert_booking(make_booking("booking-c"))
+    async with store.transaction() as tx:
+        held = await tx.get_booking("booking-c")
+    assert held is not None
+    assert held.status is BookingStatus.HELD
+
+
+async def test_reactivating_a_released_booking_of_a_taken_slot_is_refused(
+    store: SqliteBookingStore,
+) -> None:
+    expired = make_booking("booking-a", status=BookingStatus.EXPIRED, version=2)
+    async with store.transaction() as tx:
+        await tx.insert_booking(expired)
+        await tx.insert_booking(make_booking("booking-b"))
+    with pytest.raises(BookingError) as excinfo:
+        async with store.transaction() as tx:
+            await tx.update_booking(replace(expired, status=BookingStatus.HELD, version=3), 2)
+    assert excinfo.value.code == "SLOT_UNAVAILABLE"
+
+
+async def test_an_exception_inside_a_transaction_rolls_back_every_change(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    booking = make_booking()
+    async with store.transaction() as tx:
+        await tx.insert_booking(make_booking("booking-old", expires_at=T0))
+
+    async def fail_midway() -> None:
+        async with store.transaction() as tx:
+            assert await tx.release_overdue(T0) == 1
+            await tx.insert_booking(booking)
+            await tx.put_idempotency(IdempotencyRecord("scope", "key", "fp", booking, None))
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        await fail_midway()
+    assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
+    assert _count(db_path, "SELECT COUNT(*) FROM bookings WHERE status = 'HELD'") == 1
+    assert _count(db_path, "SELECT COUNT(*) FROM idempotency") == 0
+    async with store.transaction() as tx:
+        assert await tx.get_booking(booking.booking_id) is None
+
+
+async def test_a_cancellation_inside_a_transaction_rolls_back_and_the_store_stays_usable(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    with anyio.fail_after(5), anyio.CancelScope() as scope:
+        async with store.transaction() as tx:
+            await tx.insert_booking(make_booking("booking-cancelled"))
+            scope.cancel()
+            await anyio.lowlevel.checkpoint()
+    assert scope.cancelled_caught
+    with anyio.fail_after(5):
+        async with store.transaction() as tx:
+            assert await tx.get_booking("booking-cancelled") is None
+            await tx.insert_booking(make_booking("booking-after"))
+    assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
+
+
+async def test_a_transaction_object_is_unusable_after_its_block(
+    store: SqliteBookingStore,
+) -> None:
+    async with store.transaction() as tx:
+        pass
+    with pytest.raises(RuntimeError):
+        await tx.get_booking("booking-x")
+
+
+async def test_another_process_holding_the_write_lock_makes_the_store_busy(
+    db_path: Path,
+) -> None:
+    store = await SqliteBookingStore.open(db_path, busy_timeout_ms=50)
+    try:
+        with _raw(db_path) as competitor:
+            competitor.execute("BEGIN IMMEDIATE")
+            with anyio.fail_after(5), pytest.raises(BookingError) as excinfo:
+                async with store.transaction():
+                    pytest.fail("the transaction must not start")
+            competitor.execute("ROLLBACK")
+        assert excinfo.value.code == "STORAGE_BUSY"
+        assert excinfo.value.retryable is True
+        assert isinstance(excinfo.value.__cause__, sqlite3.OperationalError)
+        with anyio.fail_after(5):
+            async with store.transaction() as tx:
+                assert await tx.get_slot("slot-ai-001") is not None
+    finally:
+        await store.close()
+
+
+async def test_no_sqlite_exception_type_escapes_the_store(store: SqliteBookingStore) -> None:
+    orphan = make_booking(slot_id="slot-does-not-exist")
+    with pytest.raises(BookingError) as excinfo:
+        async with store.transaction() as tx:
+            await tx.insert_booking(orphan)
+    assert excinfo.value.code == "INTERNAL_ERROR"
+    assert isinstance(excinfo.value.__cause__, sqlite3.IntegrityError)
+
+
+async def test_overdue_holds_are_released_from_their_expiry_instant_on(
+    store: SqliteBookingStore,
+) -> None:
+    early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
+    late = make_booking(
+        "booking-late", slot_id="slot-ai-002", expires_at=T0 + timedelta(seconds=20)
+    )
+    confirmed = make_booking(
+        "booking-done",
+        slot_id="slot-law-001",
+        status=BookingStatus.CONFIRMED,
+        expires_at=T0,
+    )
+    async with store.transaction() as tx:
+        for booking in (early, late, confirmed):
+            await tx.insert_booking(booking)
+        assert await tx.next_hold_expiry() == early.expires_at
+        assert await tx.release_overdue(early.expires_at - timedelta(milliseconds=1)) == 0
+        assert await tx.release_overdue(early.expires_at) == 1
+        assert await tx.next_hold_expiry() == late.expires_at
+        assert await tx.release_overdue(early.expires_at) == 0
+        released = await tx.get_booking(early.booking_id)
+        untouched = await tx.get_booking(confirmed.booking_id)
+        assert await tx.release_overdue(T0 + timedelta(days=1)) == 1
+        assert await tx.next_hold_expiry() is None
+    assert released == replace(early, status=BookingStatus.EXPIRED, version=2)
+    assert untouched == confirmed
+
+
+async def test_an_update_with_a_stale_version_is_a_version_conflict(
+    store: SqliteBookingStore,
+) -> None:
+    booking = make_booking()
+    async with store.transaction() as tx:
+        await tx.insert_booking(booking)
+    with pytest.raises(BookingError) as excinfo:
+        async with store.transaction() as tx:
+            await tx.update_booking(replace(booking, version=3), expected_version=2)
+    assert excinfo.value.code == "VERSION_CONFLICT"
+    assert excinfo.value.details["currentVersion"] == 1
+    async with store.transaction() as tx:
+        assert await tx.get_booking(booking.booking_id) == booking
+
+
+async def test_an_update_with_the_current_version_replaces_the_booking(
+    store: SqliteBookingStore,
+) -> None:
+    booking = make_booking()
+    paid_at = T0 + timedelta(seconds=42, milliseconds=7)
+    confirmed = replace(
+        booking,
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=60),
+        payment=Payment(booking.booking_id, PaymentStatus.PAID, booking.payment.price, paid_at),
+    )
+    async with store.transaction() as tx:
+        await tx.insert_booking(booking)
+        await tx.update_booking(confirmed, expected_version=1)
+        assert await tx.get_booking(booking.booking_id) == confirmed
+
+
+async def test_updating_a_missing_booking_is_not_found(store: SqliteBookingStore) -> None:
+    with pytest.raises(BookingError) as excinfo:
+        async with store.transaction() as tx:
+            await tx.update_booking(make_booking(), expected_version=1)
+    assert excinfo.value.code == "BOOKING_NOT_FOUND"
+
+
+async def test_an_idempotency_record_restores_an_identical_booking(
+    store: SqliteBookingStore,
+) -> None:
+    booking = make_booking(
+        customer=Customer(name="李雷", email="li@Example.cn", phone="+86 10"),
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=61),
+        payment=Payment(
+            "booking-x", PaymentStatus.PAID, Money("500.00", "CNY"), T0 + timedelta(seconds=59)
+        ),
+    )
+    record = IdempotencyRecord("booking.confirm_booking", "key-1", "fp", booking, None)
+    refused = IdempotencyRecord("booking.confirm_booking", "key-2", "fp2", make_booking(), "X")
+    async with store.transaction() as tx:
+        assert await tx.get_idempotency("booking.confirm_booking", "key-1") is None
+        await tx.put_idempotency(record)
+        await tx.put_idempotency(refused)
+    async with store.transaction() as tx:
+        assert await tx.get_idempotency("booking.confirm_booking", "key-1") == record
+        assert await tx.get_idempotency("booking.confirm_booking", "key-2") == refused
+        assert await tx.get_idempotency("booking.hold_slot", "key-1") is None
+    assert booking_from_json(booking_to_json(booking)) == booking
+
+
+async def test_search_lists_free_future_slots_by_start_time_with_total(
+    store: SqliteBookingStore,
+) -> None:
+    assert await _search(store) == (SEED_ORDER, 6)
+    assert await _search(store, offset=2, limit=2) == (SEED_ORDER[2:4], 6)
+    assert await _search(store, offset=6, limit=2) == ([], 6)
+    assert await _search(store, offset=2**70, limit=2) == ([], 6)
+
+
+async def test_search_leaves_out_held_and_confirmed_slots_but_not_released_ones(
+    store: SqliteBookingStore,
+) -> None:
+    async with store.transaction() as tx:
+        await tx.insert_booking(make_booking("booking-a"))
+        await tx.insert_booking(
+            make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
+        )
+        await tx.insert_booking(
+            make_booking("booking-c", slot_id="slot-fin-001", status=BookingStatus.EXPIRED)
+        )
+    slots, total = await _search(store)
+    assert slots == [s for s in SEED_ORDER if s not in {"slot-ai-001", "slot-law-001"}]
+    assert total == 4
+
+
+async def test_search_leaves_out_slots_that_have_started(store: SqliteBookingStore) -> None:
+    starts = datetime(2030, 9, 2, 8, tzinfo=UTC)  # slot-law-001
+    assert await _search(store, now=starts - timedelta(milliseconds=1)) == (SEED_ORDER[1:], 5)
+    assert await _search(store, now=starts) == (SEED_ORDER[2:], 4)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("人工智能", ["slot-ai-001", "slot-ai-002"]),
+        ("Steuer", ["slot-fin-001", "slot-fin-002"]),
+        ("STEUER", ["slot-fin-001", "slot-fin-002"]),
+        ("KÜNSTLICHE intelligenz", ["slot-ai-001", "slot-ai-002"]),
+        ("  lin\tLLM  ", ["slot-ai-001", "slot-ai-002"]),
+        ("anna gdpr", ["slot-law-001", "slot-law-002"]),
+        ("lin steuer", []),
+        ("nobody", []),
+        ("%", []),
+        ("_", []),
+    ],
+)
+async def test_search_text_requires_every_token_case_insensitively(
+    store: SqliteBookingStore, text: str, expected: list[str]
+) -> None:
+    query = SlotQuery(text=text, specialty=None, starts_after=None, starts_before=None)
+    assert await _search(store, query) == (expected, len(expected))
+
+
+async def test_search_filters_by_specialty_and_start_window(store: SqliteBookingStore) -> None:
+    law = SlotQuery(text="", specialty="law", starts_after=None, starts_before=None)
+    assert await _search(store, law) == (["slot-law-001", "slot-law-002"], 2)
+    window = SlotQuery(
+        text="",
+        specialty=None,
+        starts_after=datetime(2030, 9, 3, 2, tzinfo=UTC),
+        starts_before=datetime(2030, 9, 5, 6, tzinfo=UTC),
+    )
+    assert await _search(store, window) == (["slot-ai-002", "slot-law-002"], 2)
+    partial = SlotQuery(text="", specialty="LA", starts_after=None, starts_before=None)
+    assert await _search(store, partial) == ([], 0)
+
+
+async def test_a_database_that_cannot_be_opened_is_an_internal_error(tmp_path: Path) -> None:
+    with pytest.raises(BookingError) as excinfo:
+        await SqliteBookingStore.open(tmp_path / "missing-dir" / "booking.db")
+    assert excinfo.value.code == "INTERNAL_ERROR"
+    assert isinstance(excinfo.value.__cause__, sqlite3.Error)
+
+
+async def test_closing_twice_is_harmless(db_path: Path) -> None:
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    await store.close()

@@ -1,0 +1,170 @@
+"""The client side of the wire-timestamp contract: ClientSentAtTransport (CONTRACT section 2)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx2
+import pytest
+
+from expert_booking.client import ClientSentAtTransport, ExchangeRecorder
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2030, 9, 1, 8, 30, 0, 123456, tzinfo=UTC)
+URL = "http://127.0.0.1:3000/mcp"
+
+
+class StepClock:
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def now(self) -> datetime:
+        self.readings += 1
+        return T0 + timedelta(seconds=self.readings - 1)
+
+
+class Capture:
+    """An inner transport that records what reached it and answers 200."""
+
+    def __init__(self, response_headers: dict[str, str] | None = None) -> None:
+        self.requests: list[httpx2.Request] = []
+        self.clock_readings_at_send: list[int] = []
+        self.response_headers = response_headers or {}
+        self.clock: StepClock | None = None
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if self.clock is not None:
+            self.clock_readings_at_send.append(self.clock.readings)
+        return httpx2.Response(200, headers=self.response_headers, json={"ok": True})
+
+
+async def send(
+    capture: Capture, method: str, content: bytes | None, content_type: str | None, **kw: Any
+) -> httpx2.Request:
+    clock = StepClock()
+    capture.clock = clock
+    transport = ClientSentAtTransport(httpx2.MockTransport(capture.handler), clock=clock, **kw)
+    headers = {"content-type": content_type} if content_type else {}
+    async with httpx2.AsyncClient(transport=transport) as client:
+        await client.request(method, URL, content=content, headers=headers)
+    return capture.requests[-1]
+
+
+def rpc(**params: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", **params}).encode()
+
+
+async def test_stamps_header_and_meta_with_the_same_millisecond_value_at_send_time() -> None:
+    capture = Capture()
+    sent = await send(capture, "POST", rpc(params={"_meta": {}}), "application/json")
+    assert sent.headers["x-mcp-client-sent-at"] == "2030-09-01T08:30:00.123Z"
+    assert json.loads(sent.content)["params"]["_meta"]["clientSentAt"] == (
+        "2030-09-01T08:30:00.123Z"
+    )
+    assert capture.clock_readings_at_send == [1]  # read once, before the bytes went out
+
+
+async def test_rewrites_content_length_for_the_stamped_body() -> None:
+    sent = await send(Capture(), "POST", rpc(), "application/json")
+    assert int(sent.headers["content-length"]) == len(sent.content)
+
+
+async def test_creates_params_and_meta_when_absent() -> None:
+    sent = await send(Capture(), "POST", rpc(), "application/json; charset=utf-8")
+    stamped = sent.headers["x-mcp-client-sent-at"]
+    assert json.loads(sent.content)["params"] == {"_meta": {"clientSentAt": stamped}}
+
+
+async def test_preserves_other_meta_keys_and_params() -> None:
+    original: dict[str, Any] = {
+        "name": "tool_catalog.search",
+        "arguments": {"query": "Léa", "limit": 3},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "traceparent": "00-x"},
+    }
+    sent = await send(Capture(), "POST", rpc(params=original), "application/json")
+    params = json.loads(sent.content)["params"]
+    assert params["arguments"] == {"query": "Léa", "limit": 3}
+    assert params["_meta"] == {**original["_meta"], "clientSentAt": "2030-09-01T08:30:00.123Z"}
+
+
+async def test_overwrites_a_stale_client_time_in_meta_and_header() -> None:
+    stale = "2000-01-01T00:00:00.000Z"
+    capture = Capture()
+    clock = StepClock()
+    capture.clock = clock
+    transport = ClientSentAtTransport(httpx2.MockTransport(capture.handler), clock=clock)
+    async with httpx2.AsyncClient(transport=transport) as client:
+        await client.post(
+            URL,
+            content=rpc(params={"_meta": {"clientSentAt": stale}}),
+            headers={"content-type": "application/json", "x-mcp-client-sent-at": stale},
+        )
+    sent = capture.requests[-1]
+    assert sent.headers.get_list("x-mcp-client-sent-at") == ["2030-09-01T08:30:00.123Z"]
+    assert json.loads(sent.content)["params"]["_meta"]["clientSentAt"] == (
+        "2030-09-01T08:30:00.123Z"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        (b"plain words", "text/plain"),
+        (b"{not json", "application/json"),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "application/json"),
+        (b'{"jsonrpc":"2.0","id":1,"result":{}}', "application/json"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}', "application/json"),
+    ],
+)
+async def test_leaves_bodies_that_are_not_json_rpc_messages_alone(
+    content: bytes, content_type: str
+) -> None:
+    sent = await send(Capture(), "POST", content, content_type)
+    assert sent.content == content
+    assert sent.headers["x-mcp-client-sent-at"] == "2030-09-01T08:30:00.123Z"
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+async def test_stamps_only_the_header_on_requests_without_a_body(method: str) -> None:
+    sent = await send(Capture(), method, None, None)
+    assert sent.headers["x-mcp-client-sent-at"] == "2030-09-01T08:30:00.123Z"
+    assert sent.content == b""
+
+
+async def test_reports_each_exchange_with_client_received_after_client_sent() -> None:
+    seen: list[tuple[str, str, int]] = []
+
+    def on_exchange(
+        request: httpx2.Request, response: httpx2.Response, sent_at: str, received_at: str
+    ) -> None:
+        seen.append((sent_at, received_at, response.status_code))
+
+    await send(Capture(), "POST", rpc(), "application/json", on_exchange=on_exchange)
+    assert seen == [("2030-09-01T08:30:00.123Z", "2030-09-01T08:30:01.123Z", 200)]
+
+
+async def test_the_exchange_recorder_keeps_the_last_exchanges_with_server_stamps() -> None:
+    recorder = ExchangeRecorder(limit=2)
+    capture = Capture(
+        {
+            "x-mcp-server-received-at": "2030-09-01T08:30:00.200Z",
+            "x-mcp-server-responded-at": "2030-09-01T08:30:00.300Z",
+        }
+    )
+    transport = ClientSentAtTransport(
+        httpx2.MockTransport(capture.handler), clock=StepClock(), on_exchange=recorder
+    )
+    async with httpx2.AsyncClient(transport=transport) as client:
+        for method in ("server/discover", "tools/list", "tools/call"):
+            await client.post(URL, content=rpc(), headers={"mcp-method": method})
+    assert [e.mcp_method for e in recorder.exchanges] == ["tools/list", "tools/call"]
+    assert recorder.exchanges[-1].chain() == [
+        "2030-09-01T08:30:04.123Z",
+        "2030-09-01T08:30:00.200Z",
+        "2030-09-01T08:30:00.300Z",
+        "2030-09-01T08:30:05.123Z",
+    ]

@@ -1,0 +1,71 @@
+"""Opaque pagination cursors: bound to their query, tamper-evident enough to refuse garbage."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
+from expert_booking.domain.errors import BookingError
+
+QUERY = {"text": "AI", "specialty": None, "startsAfter": None, "startsBefore": None}
+
+
+def _token(doc: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
+
+
+def _refusal_code(token: str, binding: str) -> str:
+    with pytest.raises(BookingError) as excinfo:
+        decode_cursor(token, binding)
+    return excinfo.value.code
+
+
+def test_a_cursor_decodes_to_its_offset_with_the_same_query() -> None:
+    binding = query_binding(QUERY)
+    assert decode_cursor(encode_cursor(4, binding), binding) == 4
+
+
+def test_a_cursor_is_url_safe_and_unpadded() -> None:
+    token = encode_cursor(123456, query_binding(QUERY))
+    assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def test_the_binding_ignores_key_order_but_not_values() -> None:
+    reordered = dict(reversed(list(QUERY.items())))
+    assert query_binding(reordered) == query_binding(QUERY)
+    assert query_binding({**QUERY, "text": "ai"}) != query_binding(QUERY)
+    assert query_binding({**QUERY, "specialty": "AI"}) != query_binding(QUERY)
+
+
+def test_a_cursor_reused_with_another_query_is_invalid() -> None:
+    token = encode_cursor(2, query_binding(QUERY))
+    assert _refusal_code(token, query_binding({**QUERY, "text": "law"})) == "INVALID_CURSOR"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "",
+        "not base64 !!",
+        "é",
+        base64.urlsafe_b64encode(b"\xff\xfe").decode(),
+        base64.urlsafe_b64encode(b"not json").decode(),
+        _token([0, "binding"]),
+        _token({"q": "BINDING"}),
+        _token({"o": -1, "q": "BINDING"}),
+        _token({"o": True, "q": "BINDING"}),
+        _token({"o": "2", "q": "BINDING"}),
+        _token({"o": 1.0, "q": "BINDING"}),
+        _token({"o": 2**63, "q": "BINDING"}),
+        base64.urlsafe_b64encode(b"[" * 20000).decode(),
+    ],
+)
+def test_a_malformed_cursor_is_invalid(token: str) -> None:
+    assert _refusal_code(token, "BINDING") == "INVALID_CURSOR"
+
+
+def test_the_largest_sqlite_offset_is_still_a_valid_cursor() -> None:
+    assert decode_cursor(_token({"o": 2**63 - 1, "q": "BINDING"}), "BINDING") == 2**63 - 1

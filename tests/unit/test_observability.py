@@ -1,0 +1,202 @@
+"""Trace ids, spans and the one-JSON-line-per-action log; tracing set-up from OTEL_* variables."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from expert_booking.edge.observability import (
+    ACTION_LOGGER,
+    ActionObserver,
+    caller_of,
+    configure_logging,
+    derive_trace_id,
+)
+from expert_booking.telemetry import TracingConfigError, configure_tracing
+from tests.fakes import MutableClock
+
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+HEX16 = re.compile(r"^[0-9a-f]{16}$")
+LOG_KEYS = {
+    "source",
+    "timestamp",
+    "caller",
+    "action",
+    "durationMs",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "operation_id",
+    "outcome",
+    "errorCode",
+    "cache",
+}
+
+
+@pytest.fixture
+def log_stream() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    logger = logging.getLogger(ACTION_LOGGER)
+    saved = (logger.level, logger.propagate)
+    handler = configure_logging(stream)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_trace_id_is_the_request_span_uuid_digits() -> None:
+    request = "4bf92f35-77b3-4da6-a3ce-929d0e0e4736"
+    assert derive_trace_id(request) == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert derive_trace_id(request.upper()) == derive_trace_id(request)
+
+
+def test_nil_uuid_and_missing_request_span_still_give_valid_trace_ids() -> None:
+    nil = derive_trace_id(str(uuid.UUID(int=0)))
+    assert HEX32.match(nil)
+    assert nil != "0" * 32
+    assert nil == derive_trace_id(str(uuid.UUID(int=0)))
+    first, second = derive_trace_id(None), derive_trace_id(None)
+    assert HEX32.match(first)
+    assert first != second
+
+
+def test_each_action_logs_one_json_line_with_the_contract_fields(
+    log_stream: io.StringIO,
+) -> None:
+    observer = ActionObserver(MutableClock())
+    trace_id = derive_trace_id(str(uuid.uuid4()))
+    with observer.action("tool_catalog.call", trace_id=trace_id, caller="agent/1.0") as outer:
+        with observer.action(
+            "booking.hold_slot", trace_id=trace_id, caller="agent/1.0", parent=outer
+        ) as inner:
+            inner.fail("SLOT_UNAVAILABLE")
+        outer.fail("SLOT_UNAVAILABLE")
+    child, parent = lines(log_stream)
+    assert set(child) == LOG_KEYS
+    assert child["source"] == "expert-booking-mcp"
+    assert child["timestamp"] == "2030-09-01T00:00:00.000Z"
+    assert child["action"] == "booking.hold_slot"
+    assert child["outcome"] == "error"
+    assert child["errorCode"] == "SLOT_UNAVAILABLE"
+    assert child["trace_id"] == parent["trace_id"] == trace_id
+    assert child["parent_span_id"] == parent["span_id"]
+    assert child["span_id"] != parent["span_id"]
+    assert HEX16.match(str(child["span_id"]))
+    assert child["operation_id"] != parent["operation_id"]
+    assert isinstance(child["durationMs"], float)
+    assert inner.trace_context.traceparent == f"00-{trace_id}-{inner.span_id}-01"
+
+
+def test_a_successful_action_logs_its_cache_status(log_stream: io.StringIO) -> None:
+    observer = ActionObserver(MutableClock())
+    with observer.action("tool_catalog.search", trace_id="1" * 32, caller="unknown") as action:
+        action.succeed("HIT")
+    (record,) = lines(log_stream)
+    assert (record["outcome"], record["errorCode"], record["cache"]) == ("ok", None, "HIT")
+    assert record["parent_span_id"] is None
+
+
+def test_spans_share_the_derived_trace_and_nest_the_logical_action() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observer = ActionObserver(MutableClock(), tracer=provider.get_tracer("expert_booking"))
+    trace_id = derive_trace_id(str(uuid.uuid4()))
+    with observer.action("tool_catalog.call", trace_id=trace_id, caller="a") as outer:
+        with observer.action("booking.get_booking", trace_id=trace_id, caller="a", parent=outer):
+            pass
+        outer.fail("BOOKING_NOT_FOUND")
+    inner_span, outer_span = exporter.get_finished_spans()
+    assert format(outer_span.context.trace_id, "032x") == trace_id
+    assert format(inner_span.context.trace_id, "032x") == trace_id
+    assert inner_span.parent is not None
+    assert inner_span.parent.span_id == outer_span.context.span_id
+    assert outer.span_id == format(outer_span.context.span_id, "016x")
+    assert outer_span.parent is not None
+    assert outer_span.parent.is_remote
+    assert outer_span.attributes is not None
+    assert outer_span.attributes["error.type"] == "BOOKING_NOT_FOUND"
+    assert outer_span.status.status_code is trace.StatusCode.ERROR
+    assert inner_span.attributes is not None
+    assert set(inner_span.attributes) == {
+        "expert_booking.action",
+        "expert_booking.operation_id",
+        "expert_booking.outcome",
+        "expert_booking.cache",
+    }
+    provider.shutdown()
+
+
+def test_caller_is_the_client_label_or_unknown() -> None:
+    info = {"io.modelcontextprotocol/clientInfo": {"name": "claude", "version": "2.1"}}
+    assert caller_of(info) == "claude/2.1"
+    assert caller_of({"io.modelcontextprotocol/clientInfo": {"name": "x"}}) == "x"
+    assert caller_of({"io.modelcontextprotocol/clientInfo": "weird"}) == "unknown"
+    assert caller_of(None) == "unknown"
+    long_name = {"io.modelcontextprotocol/clientInfo": {"name": "n" * 500, "version": "1"}}
+    assert len(caller_of(long_name)) == 120
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"OTEL_TRACES_EXPORTER": "none"},
+        {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
+        {"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "console"},
+    ],
+)
+def test_no_tracer_provider_unless_asked_for(env: dict[str, str]) -> None:
+    assert configure_tracing(env, install_global=False) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "exporter_type"),
+    [
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, OTLPSpanExporter),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://x:4318/v1/traces"}, OTLPSpanExporter),
+        ({"OTEL_TRACES_EXPORTER": "otlp"}, OTLPSpanExporter),
+        ({"OTEL_TRACES_EXPORTER": "Console"}, ConsoleSpanExporter),
+    ],
+)
+def test_tracing_is_configured_from_the_standard_variables(
+    env: dict[str, str], exporter_type: type
+) -> None:
+    provider = configure_tracing(
+        {**env, "OTEL_SERVICE_NAME": "booking-test"}, service_version="1.2.3", install_global=False
+    )
+    assert provider is not None
+    try:
+        assert provider.resource.attributes["service.name"] == "booking-test"
+        assert provider.resource.attributes["service.version"] == "1.2.3"
+        processors = provider._active_span_processor._span_processors
+        assert [type(p._batch_processor._exporter) for p in processors] == [exporter_type]  # type: ignore[attr-defined]
+    finally:
+        provider.shutdown()
+
+
+def test_default_service_name_and_unknown_exporter() -> None:
+    provider = configure_tracing({"OTEL_TRACES_EXPORTER": "console"}, install_global=False)
+    assert provider is not None
+    assert provider.resource.attributes["service.name"] == "expert-booking-mcp"
+    provider.shutdown()
+    with pytest.raises(TracingConfigError):
+        configure_tracing({"OTEL_TRACES_EXPORTER": "zipkin"}, install_global=False)

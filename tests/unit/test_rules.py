@@ -1,0 +1,258 @@
+"""Pure booking rules: approval checks, the payment transition, the canonical intent, instants."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from expert_booking.domain.errors import BookingError
+from expert_booking.domain.model import (
+    BookingStatus,
+    HumanApproval,
+    Intent,
+    PaymentStatus,
+    format_instant,
+    parse_instant,
+)
+from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
+from tests.fakes import T0, answer, approval, make_booking
+
+TTL = timedelta(seconds=120)
+SKEW = timedelta(seconds=5)
+NOW = T0 + timedelta(seconds=30)
+PAID_AT = T0 + timedelta(seconds=20)
+
+
+def _check(human_approval: HumanApproval | None, now: datetime = NOW) -> None:
+    check_approval(human_approval, make_booking(), now=now, ttl=TTL, skew=SKEW)
+
+
+def _refusal_code(human_approval: HumanApproval | None, now: datetime = NOW) -> str:
+    with pytest.raises(BookingError) as excinfo:
+        _check(human_approval, now)
+    return excinfo.value.code
+
+
+def test_a_fresh_approval_of_the_exact_intent_passes() -> None:
+    _check(approval(make_booking(), NOW))
+
+
+def test_a_missing_approval_is_required() -> None:
+    assert _refusal_code(None) == "HUMAN_APPROVAL_REQUIRED"
+
+
+def test_a_rejection_is_refused_before_freshness_is_checked() -> None:
+    stale_rejection = approval(make_booking(), NOW - timedelta(hours=1), decision="REJECT")
+    assert _refusal_code(stale_rejection) == "HUMAN_APPROVAL_REJECTED"
+
+
+def test_the_decision_must_be_exactly_approve() -> None:
+    assert _refusal_code(approval(make_booking(), NOW, decision="approve")) == (
+        "HUMAN_APPROVAL_REJECTED"
+    )
+
+
+def test_an_approval_older_than_ttl_plus_skew_is_expired() -> None:
+    stale = approval(make_booking(), NOW - TTL - SKEW - timedelta(milliseconds=1))
+    with pytest.raises(BookingError) as excinfo:
+        _check(stale)
+    assert excinfo.value.code == "HUMAN_APPROVAL_EXPIRED"
+    assert excinfo.value.details["reason"] == "STALE"
+
+
+def test_an_approval_exactly_ttl_plus_skew_old_is_still_fresh() -> None:
+    _check(approval(make_booking(), NOW - TTL - SKEW))
+
+
+def test_an_approval_dated_in_the_future_within_the_skew_passes() -> None:
+    _check(approval(make_booking(), NOW + SKEW))
+
+
+def test_an_approval_dated_in_the_future_beyond_the_skew_is_expired() -> None:
+    future = approval(make_booking(), NOW + SKEW + timedelta(milliseconds=1))
+    with pytest.raises(BookingError) as excinfo:
+        _check(future)
+    assert excinfo.value.code == "HUMAN_APPROVAL_EXPIRED"
+    assert excinfo.value.details["reason"] == "FUTURE"
+
+
+def test_freshness_is_checked_before_the_hash() -> None:
+    stale_and_tampered = approval(
+        make_booking(), NOW - timedelta(hours=1), intent_hash="sha256:" + "0" * 64
+    )
+    assert _refusal_code(stale_and_tampered) == "HUMAN_APPROVAL_EXPIRED"
+
+
+def test_a_hash_that_is_not_the_digest_of_the_intent_is_refused() -> None:
+    tampered = approval(make_booking(), NOW, intent_hash="sha256:" + "0" * 64)
+    assert _refusal_code(tampered) == "APPROVAL_INTENT_HASH_MISMATCH"
+
+
+def test_the_hash_is_checked_before_the_fields() -> None:
+    other = replace(make_booking().intent, amount="1.00")
+    assert _refusal_code(approval(make_booking(), NOW, intent=other, intent_hash="sha256:x")) == (
+        "APPROVAL_INTENT_HASH_MISMATCH"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "camel"),
+    [
+        ("booking_id", "booking-other", "bookingId"),
+        ("slot_id", "slot-ai-002", "slotId"),
+        ("starts_at", "2030-09-03T02:00:00.000Z", "startsAt"),
+        ("amount", "500.0", "amount"),
+        ("currency", "USD", "currency"),
+        ("version", 2, "version"),
+    ],
+)
+def test_each_of_the_six_intent_fields_must_match_the_booking(
+    field: str, value: Any, camel: str
+) -> None:
+    other = replace(make_booking().intent, **{field: value})
+    with pytest.raises(BookingError) as excinfo:
+        _check(approval(make_booking(), NOW, intent=other))
+    assert excinfo.value.code == "APPROVAL_INTENT_MISMATCH"
+    assert excinfo.value.details["fields"] == [camel]
+
+
+def test_an_exact_paid_answer_confirms_the_booking() -> None:
+    booking = make_booking()
+    confirmed = apply_payment(booking, answer(booking, "PAID", paid_at=PAID_AT), now=NOW)
+    assert confirmed.status is BookingStatus.CONFIRMED
+    assert confirmed.version == 2
+    assert confirmed.confirmed_at == NOW
+    assert confirmed.payment.status is PaymentStatus.PAID
+    assert confirmed.payment.paid_at == PAID_AT
+    assert confirmed.payment.price == booking.payment.price
+    assert confirmed.payment.query_id == booking.booking_id
+    assert confirmed.confirmation_intent is None
+    assert payment_refusal(confirmed) is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fields"),
+    [
+        ({"booking_id": "booking-other"}, ["bookingId"]),
+        ({"amount": "500.0"}, ["amount"]),
+        ({"amount": "500"}, ["amount"]),
+        ({"currency": "cny"}, ["currency"]),
+        ({"paid_at": None}, ["paidAt"]),
+        ({"status": "REFUNDED"}, ["status"]),
+        ({"status": "paid"}, ["status"]),
+        ({"status": "PENDING", "amount": "5.00"}, ["amount"]),
+    ],
+)
+def test_a_paid_answer_that_does_not_match_exactly_changes_nothing(
+    overrides: dict[str, Any], fields: list[str]
+) -> None:
+    booking = make_booking()
+    values: dict[str, Any] = {"status": "PAID", "paid_at": PAID_AT, **overrides}
+    mismatched = answer(booking, **values)
+    with pytest.raises(BookingError) as excinfo:
+        apply_payment(booking, mismatched, now=NOW)
+    assert excinfo.value.code == "PAYMENT_MISMATCH"
+    assert excinfo.value.details["fields"] == fields
+
+
+def test_a_pending_answer_keeps_the_booking_held() -> None:
+    booking = make_booking()
+    with pytest.raises(BookingError) as excinfo:
+        apply_payment(booking, answer(booking, "PENDING"), now=NOW)
+    assert excinfo.value.code == "PAYMENT_PENDING"
+    assert excinfo.value.retryable is True
+    assert excinfo.value.booking == booking
+
+
+@pytest.mark.parametrize(
+    ("status", "released", "code"),
+    [
+        ("FAILED", BookingStatus.PAYMENT_FAILED, "PAYMENT_FAILED"),
+        ("CLOSED", BookingStatus.PAYMENT_CLOSED, "PAYMENT_CLOSED"),
+    ],
+)
+def test_a_failed_or_closed_payment_releases_the_booking(
+    status: str, released: BookingStatus, code: str
+) -> None:
+    booking = make_booking()
+    after = apply_payment(booking, answer(booking, status), now=NOW)
+    assert after.status is released
+    assert after.version == 2
+    assert after.confirmed_at is None
+    assert after.payment.status is PaymentStatus(status)
+    assert after.payment.paid_at is None
+    assert after.confirmation_intent is None
+    refusal = payment_refusal(after)
+    assert refusal is not None
+    assert refusal.code == code
+    assert refusal.booking == after
+
+
+def test_the_canonical_intent_of_the_seed_example_hashes_as_specified() -> None:
+    intent = Intent(
+        booking_id="booking-x",
+        slot_id="slot-ai-001",
+        starts_at="2030-09-02T02:00:00.000Z",
+        amount="500.00",
+        currency="CNY",
+        version=1,
+    )
+    literal = (
+        '{"amount":"500.00","bookingId":"booking-x","currency":"CNY",'
+        '"slotId":"slot-ai-001","startsAt":"2030-09-02T02:00:00.000Z","version":1}'
+    )
+    assert intent.canonical_bytes() == literal.encode("utf-8")
+    assert intent.digest() == "sha256:" + hashlib.sha256(literal.encode("utf-8")).hexdigest()
+    assert make_booking().intent == intent
+
+
+def test_the_canonical_intent_keeps_non_ascii_as_utf8() -> None:
+    intent = replace(make_booking().intent, slot_id="slot-ü")
+    assert '"slotId":"slot-ü"'.encode() in intent.canonical_bytes()
+
+
+def test_a_confirmation_intent_is_issued_only_while_held_with_payment_pending() -> None:
+    held = make_booking()
+    issued = held.confirmation_intent
+    assert issued is not None
+    assert issued.intent == held.intent
+    assert issued.intent_hash == held.intent.digest()
+    assert replace(held, status=BookingStatus.EXPIRED).confirmation_intent is None
+
+
+def test_a_hold_is_overdue_from_its_expiry_instant_on() -> None:
+    held = make_booking()
+    assert not held.is_overdue(held.expires_at - timedelta(milliseconds=1))
+    assert held.is_overdue(held.expires_at)
+    assert not replace(held, status=BookingStatus.CONFIRMED).is_overdue(held.expires_at)
+
+
+def test_instants_are_formatted_as_utc_with_milliseconds() -> None:
+    assert format_instant(datetime(2030, 9, 2, 2, tzinfo=UTC)) == "2030-09-02T02:00:00.000Z"
+    plus8 = datetime(2030, 9, 2, 10, 0, 0, 123999, tzinfo=timezone(timedelta(hours=8)))
+    assert format_instant(plus8) == "2030-09-02T02:00:00.123Z"
+
+
+def test_formatting_a_naive_datetime_is_refused() -> None:
+    with pytest.raises(ValueError, match="naive"):
+        format_instant(datetime(2030, 9, 2, 2))  # noqa: DTZ001 - the naive value under test
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2030-09-02T02:00:00.000Z", "2030-09-02T10:00:00.000+08:00", "2030-09-02T02:00:00z"],
+)
+def test_parsing_and_formatting_round_trip_to_the_same_utc_instant(text: str) -> None:
+    parsed = parse_instant(text)
+    assert parsed == datetime(2030, 9, 2, 2, tzinfo=UTC)
+    assert parsed.tzinfo is UTC
+    assert parse_instant(format_instant(parsed)) == parsed
+
+
+def test_parsing_a_timestamp_without_offset_is_refused() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        parse_instant("2030-09-02T02:00:00")

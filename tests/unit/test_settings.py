@@ -1,0 +1,117 @@
+"""Settings from the environment: CONTRACT section 1 defaults, strict parsing, CLI overrides."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from expert_booking.settings import Settings, SettingsError
+
+
+def test_defaults_match_the_contract_table() -> None:
+    settings = Settings.from_env({})
+    assert settings.host == "127.0.0.1"
+    assert settings.port == 3000
+    assert settings.db_path == Path("./expert-booking.db")
+    assert settings.payment_query_base_url == "http://127.0.0.1:3100"
+    assert settings.payment_page_base_url == "http://127.0.0.1:3100/pay"
+    assert settings.hold_ttl == timedelta(seconds=300)
+    assert settings.approval_ttl == timedelta(seconds=120)
+    assert settings.approval_skew == timedelta(seconds=5)
+    assert settings.slot_cache_ttl == timedelta(seconds=5)
+    assert settings.payment_timeout_seconds == 3.0
+    assert set(settings.allowed_hosts) == {"127.0.0.1", "localhost", "[::1]"}
+    assert set(settings.allowed_origins) == {
+        "http://127.0.0.1",
+        "http://localhost",
+        "http://[::1]",
+    }
+    assert settings == Settings()
+
+
+def test_every_variable_is_read_and_parsed() -> None:
+    settings = Settings.from_env(
+        {
+            "HOST": "192.0.2.10",
+            "PORT": "8080",
+            "BOOKING_DB_PATH": "/var/lib/booking/db.sqlite",
+            "PAYMENT_QUERY_BASE_URL": "https://payments.example/",
+            "PAYMENT_PAGE_BASE_URL": "https://pay.example/checkout",
+            "HOLD_TTL_SECONDS": "600",
+            "APPROVAL_TTL_SECONDS": "60",
+            "APPROVAL_CLOCK_SKEW_SECONDS": "0",
+            "SLOT_CACHE_TTL_SECONDS": "0",
+            "PAYMENT_TIMEOUT_SECONDS": "1.5",
+            "ALLOWED_HOSTS": "booking.example, localhost",
+            "ALLOWED_ORIGINS": "https://app.example",
+        }
+    )
+    assert settings == Settings(
+        host="192.0.2.10",
+        port=8080,
+        db_path=Path("/var/lib/booking/db.sqlite"),
+        payment_query_base_url="https://payments.example",
+        payment_page_base_url="https://pay.example/checkout",
+        hold_ttl_seconds=600,
+        approval_ttl_seconds=60,
+        approval_clock_skew_seconds=0,
+        slot_cache_ttl_seconds=0,
+        payment_timeout_seconds=1.5,
+        allowed_hosts=("booking.example", "localhost"),
+        allowed_origins=("https://app.example",),
+    )
+
+
+def test_blank_and_unknown_variables_are_ignored() -> None:
+    assert Settings.from_env({"PORT": "  ", "HOLD_TTL_SECONDS": "", "UNRELATED": "x"}) == (
+        Settings()
+    )
+
+
+def test_values_are_stripped_of_surrounding_whitespace() -> None:
+    assert Settings.from_env({"PORT": " 3001 "}).port == 3001
+
+
+def test_the_process_environment_is_the_default_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOLD_TTL_SECONDS", "42")
+    assert Settings.from_env().hold_ttl_seconds == 42
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PORT", "abc"),
+        ("PORT", "-1"),
+        ("PORT", "65536"),
+        ("PORT", "80.5"),
+        ("HOLD_TTL_SECONDS", "0"),
+        ("HOLD_TTL_SECONDS", "-5"),
+        ("HOLD_TTL_SECONDS", "five"),
+        ("APPROVAL_TTL_SECONDS", "0"),
+        ("APPROVAL_CLOCK_SKEW_SECONDS", "-1"),
+        ("SLOT_CACHE_TTL_SECONDS", "1.5"),
+        ("PAYMENT_TIMEOUT_SECONDS", "0"),
+        ("PAYMENT_TIMEOUT_SECONDS", "-1"),
+        ("PAYMENT_TIMEOUT_SECONDS", "nan"),
+        ("PAYMENT_TIMEOUT_SECONDS", "inf"),
+        ("PAYMENT_QUERY_BASE_URL", "ftp://payments.example"),
+        ("PAYMENT_PAGE_BASE_URL", "127.0.0.1:3100/pay"),
+        ("ALLOWED_HOSTS", " , ,"),
+        ("ALLOWED_ORIGINS", ","),
+    ],
+)
+def test_a_malformed_value_is_a_settings_error_naming_the_variable(name: str, value: str) -> None:
+    with pytest.raises(SettingsError) as excinfo:
+        Settings.from_env({name: value})
+    assert str(excinfo.value).startswith(f"{name}=")
+
+
+def test_cli_overrides_win_and_none_means_not_given() -> None:
+    base = Settings.from_env({"PORT": "4000", "HOST": "127.0.0.1"})
+    overridden = base.with_overrides(port=0, host=None, db_path=Path("other.db"))
+    assert overridden.port == 0
+    assert overridden.host == "127.0.0.1"
+    assert overridden.db_path == Path("other.db")
+    assert base.port == 4000
