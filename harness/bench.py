@@ -62,8 +62,10 @@ from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
 from harness.loadgen import (
     Check,
+    HttpClient,
     LoadResult,
     McpCall,
+    RawHttpClient,
     Reply,
     confirm_arguments,
     encode,
@@ -232,7 +234,7 @@ class Bench:
     plan: Plan
     urls: dict[str, str]
     pids: dict[str, int]
-    clients: dict[str, httpx2.AsyncClient]
+    clients: dict[str, HttpClient]
     stub: PaymentStub
     get_booking_id: str
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
@@ -420,6 +422,7 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
                 "req_per_s": _median([run.throughput for run in runs]),
                 "server_cpu_us_per_req": _median([run.server_cpu_us_per_request for run in runs]),
                 "loadgen_cpu_share": _median([run.client_cpu_share for run in runs]),
+                "foreign_cpu_cores": _median([run.foreign_cpu for run in runs]),
                 "requests": sum(run.count for run in runs),
                 "failures": _merge([run.failures for run in runs]),
                 "runs": [run.summary() for run in runs],
@@ -760,7 +763,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     header = (
         f"{'configuration':<36} {'c1 p50':>7} {'c1 p99':>7} {'c1 r/s':>7} "
         f"{'c16 p50':>7} {'c16 p99':>7} {'c16 r/s':>7} {'cpu/req':>7} "
-        f"{'p50 x':>6} {'r/s x':>6} {'cpu x':>6}  verdict"
+        f"{'p50 x':>6} {'r/s x':>6} {'cpu x':>6} {'lg':>4} {'frgn':>4}  verdict"
     )
     print(header)
     print("-" * len(header))
@@ -771,11 +774,13 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
             f"{entry['name']:<36} {_f(c1['p50_ms'])} {_f(c1['p99_ms'])} {_f(c1['req_per_s'], 0)} "
             f"{_f(c16['p50_ms'])} {_f(c16['p99_ms'])} {_f(c16['req_per_s'], 0)} "
             f"{_f(c16['server_cpu_us_per_req'], 0)} {_f(entry['p50_ratio_c1'], 2, 6)} "
-            f"{_f(entry['rps_ratio_c16'], 2, 6)} {_f(entry['cpu_ratio_c16'], 2, 6)}  "
+            f"{_f(entry['rps_ratio_c16'], 2, 6)} {_f(entry['cpu_ratio_c16'], 2, 6)} "
+            f"{_f(c16['loadgen_cpu_share'], 1, 4)} {_f(c16['foreign_cpu_cores'], 1, 4)}  "
             f"{verdict} {entry['target'] if entry['target'] != '-' else ''}"
         )
     print("(ms; r/s = requests/s; cpu/req = server CPU us per request at c=16; x = ratio to the")
-    print(" floor's no-op tools/call in the same round, median over rounds)")
+    print(" floor's no-op tools/call in the same round, median over rounds; lg = load generator")
+    print(" CPU share at c=16 (1.0 = its core saturated); frgn = cores used by other tenants)")
     cold = extra["cold_start"]
     print(
         f"cold start (CLI, fresh db, median of {cold['spawns']}): "
@@ -806,7 +811,11 @@ def _f(value: float | None, digits: int = 2, width: int = 7) -> str:
 # main
 
 
-async def run(plan: Plan) -> dict[str, Any]:
+def _client(engine: str) -> HttpClient:
+    return RawHttpClient() if engine == "raw" else make_http_client(connections=16)
+
+
+async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
     pin = _pin(SERVER_CPU) is not None and _pin(LOADGEN_CPU) is not None
     if pin:
         os.sched_setaffinity(0, {LOADGEN_CPU})
@@ -835,10 +844,7 @@ async def run(plan: Plan) -> dict[str, Any]:
                 stack.callback(server.stop)
             for server in servers.values():
                 server.wait_ready()
-            clients = {
-                name: await stack.enter_async_context(make_http_client(connections=16))
-                for name in servers
-            }
+            clients = {name: await stack.enter_async_context(_client(engine)) for name in servers}
             urls = {name: server.url for name, server in servers.items()}
             seed_hold = await send(
                 clients["real"],
@@ -885,6 +891,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 1)")
     parser.add_argument("--window", type=float, help="seconds per measurement (default 2)")
     parser.add_argument(
+        "--engine",
+        choices=("raw", "httpx2"),
+        default="raw",
+        help="load generator HTTP client (default raw: httpx2 saturates its core first)",
+    )
+    parser.add_argument(
         "--inprocess",
         action="store_true",
         help="server CPU per request in process (no sockets) instead of the HTTP benchmark",
@@ -907,7 +919,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = dataclasses.replace(plan, window_s=args.window)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
-    report = asyncio.run(run(plan))
+    report = asyncio.run(run(plan, args.engine))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"report: {out}")

@@ -15,26 +15,28 @@ run, which gives the noise-robust "server CPU per request" figure of perf-floor 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
 import os
+import socket
 import ssl
 import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx2
 import mcp_types
 
 from expert_booking.client import ClientSentAtTransport
 from expert_booking.domain.model import format_instant
-from expert_booking.edge.wire_time import SUPPORTED_PROTOCOL_VERSION
+from expert_booking.edge.wire_time import CLIENT_SENT_HEADER, SUPPORTED_PROTOCOL_VERSION
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _REQUEST_IDS = itertools.count(1)
@@ -117,7 +119,8 @@ def encode(call: McpCall, request_id: int | None = None) -> tuple[dict[str, str]
         "jsonrpc": "2.0",
         "id": next(_REQUEST_IDS) if request_id is None else request_id,
         "method": call.method,
-        "params": {**call.params, "_meta": meta},
+        # _meta first: RawHttpClient stamps it by splicing the first '"_meta":{'.
+        "params": {"_meta": meta, **call.params},
     }
     headers = {
         "content-type": "application/json",
@@ -177,7 +180,92 @@ class Reply:
         return content
 
 
-async def send(client: httpx2.AsyncClient, url: str, call: McpCall) -> Reply:
+class RawResponse:
+    """The part of an HTTP response the load generator reads."""
+
+    __slots__ = ("content", "status_code")
+
+    def __init__(self, status_code: int, content: bytes) -> None:
+        self.status_code = status_code
+        self.content = content
+
+
+class RawHttpClient:
+    """A minimal HTTP/1.1 keep-alive client for timed runs: one write and no parser library.
+
+    ``httpx2`` (h11, pure Python) costs the load generator about as much CPU per request as the
+    floor server spends answering it, so at concurrency 16 the load generator's core saturates
+    first and throughput ratios collapse towards 1. This client stamps exactly like
+    ``ClientSentAtTransport``: the same ``YYYY-MM-DDTHH:MM:SS.mmmZ`` string, taken just before
+    the bytes are written, goes into header ``x-mcp-client-sent-at`` and into
+    ``params._meta.clientSentAt`` (spliced into the first ``"_meta":{``, which ``encode`` puts
+    first in ``params``). It sends the request line, headers and body in one ``write``, and
+    reads ``Content-Length`` bodies only (what the server sends for JSON). Connections are
+    pooled: at most one per concurrent request.
+    """
+
+    def __init__(self, *, timeout_s: float = 30.0) -> None:
+        self._idle: dict[tuple[str, int], list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+        self._idle = {}
+        self._open: list[asyncio.StreamWriter] = []
+        self._timeout_s = timeout_s
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for writer in self._open:
+            writer.close()
+        for writer in self._open:
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+        self._open.clear()
+        self._idle.clear()
+
+    async def post(self, url: str, *, content: bytes, headers: dict[str, str]) -> RawResponse:
+        parsed = httpx2.URL(url)
+        host, port = parsed.host, parsed.port or 80
+        idle = self._idle.setdefault((host, port), [])
+        if idle:
+            reader, writer = idle.pop()
+        else:
+            reader, writer = await asyncio.open_connection(host, port)
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._open.append(writer)
+        async with asyncio.timeout(self._timeout_s):
+            stamp = format_instant(datetime.now(UTC)).encode()
+            body = content.replace(b'"_meta":{', b'"_meta":{"clientSentAt":"' + stamp + b'",', 1)
+            head = [f"POST {parsed.raw_path.decode()} HTTP/1.1", f"host: {host}:{port}"]
+            head += [f"{name}: {value}" for name, value in headers.items()]
+            head += [f"{CLIENT_SENT_HEADER}: {stamp.decode()}", f"content-length: {len(body)}"]
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+            raw_head = await reader.readuntil(b"\r\n\r\n")
+            status, length = _status_and_length(raw_head)
+            payload = await reader.readexactly(length)
+        idle.append((reader, writer))
+        return RawResponse(status, payload)
+
+
+def _status_and_length(raw_head: bytes) -> tuple[int, int]:
+    lines = raw_head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return status, int(value)
+    msg = "response without Content-Length"
+    raise httpx2.RemoteProtocolError(msg)
+
+
+HttpClient = httpx2.AsyncClient | RawHttpClient
+
+
+async def send(client: HttpClient, url: str, call: McpCall) -> Reply:
     """Send one MCP request and decode the reply."""
     headers, body = encode(call)
     response = await client.post(url, content=body, headers=headers)
@@ -305,7 +393,7 @@ def system_busy_seconds() -> float | None:
 
 
 async def run_load(
-    client: httpx2.AsyncClient,
+    client: HttpClient,
     url: str,
     make_call: Callable[[int], McpCall],
     *,
@@ -339,7 +427,7 @@ async def run_load(
             started = time.perf_counter()
             try:
                 response = await client.post(url, content=body, headers=headers)
-            except httpx2.HTTPError as exc:
+            except (httpx2.HTTPError, OSError, asyncio.IncompleteReadError) as exc:
                 result.latencies_s.append(time.perf_counter() - started)
                 _count(result.failures, type(exc).__name__)
                 continue

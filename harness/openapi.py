@@ -65,6 +65,10 @@ META_KEYS: Final = {
 }
 
 
+_MAX_DEPTH: Final = 32
+"""Far deeper than any schema here; guards against a reference cycle."""
+
+
 def load_schema(stem: str, schemas_dir: Path = SCHEMAS) -> dict[str, Any]:
     """The JSON Schema document ``schemas/<stem>.json``."""
     document: dict[str, Any] = json.loads((schemas_dir / f"{stem}.json").read_text("utf-8"))
@@ -80,7 +84,7 @@ def inline_refs(document: dict[str, Any]) -> dict[str, Any]:
     definitions: dict[str, Any] = document.get("$defs", {})
 
     def resolve(node: Any, depth: int) -> Any:
-        if depth > 32:  # noqa: PLR2004 - far deeper than any schema here; guards a cycle
+        if depth > _MAX_DEPTH:
             raise ValueError("reference cycle in schema")
         if isinstance(node, list):
             return [resolve(item, depth + 1) for item in node]
@@ -138,7 +142,13 @@ def _tools_call(name: str, arguments: dict[str, Any], title: str) -> dict[str, A
         "required": ["jsonrpc", "id", "method", "params"],
         "properties": {
             "jsonrpc": {"const": "2.0"},
-            "id": {"type": ["integer", "string"], "minimum": 1, "maximum": 2**31 - 1, "minLength": 1, "maxLength": 64},
+            "id": {
+                "type": ["integer", "string"],
+                "minimum": 1,
+                "maximum": 2**31 - 1,
+                "minLength": 1,
+                "maxLength": 64,
+            },
             "method": {"const": "tools/call"},
             "params": {
                 "type": "object",

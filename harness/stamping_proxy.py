@@ -64,6 +64,9 @@ HOP_BY_HOP: Final = frozenset(
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 """Bodies up to this size are forwarded (the server itself answers 413 above 32 KiB)."""
 
+MAX_BODY_MESSAGES: Final = 65_536
+"""More ``http.request`` messages than this for one body is treated as too large."""
+
 READY_TIMEOUT_S: Final = 10.0
 STOP_TIMEOUT_S: Final = 10.0
 
@@ -173,7 +176,7 @@ async def _read_body(receive: Receive) -> bytes | None:
     """The whole request body, or None when it exceeds :data:`MAX_BODY_BYTES`."""
     chunks: list[bytes] = []
     size = 0
-    while True:  # bounded: every iteration consumes a message; stops at MAX_BODY_BYTES
+    for _ in range(MAX_BODY_MESSAGES):
         message = await receive()
         if message["type"] == "http.disconnect":
             break
@@ -184,6 +187,8 @@ async def _read_body(receive: Receive) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
+    else:
+        return None
     return b"".join(chunks)
 
 

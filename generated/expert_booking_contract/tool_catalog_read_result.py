@@ -51,11 +51,11 @@ class ToolCatalogReadResult(BaseModel):
     """
     truncated: bool
     """
-    true when lines after this page remain unread.
+    true when this page is not the whole document (lines before offset or after this page were not returned).
     """
     omittedLines: Annotated[int, Field(ge=0)]
     """
-    Number of lines after this page that were not returned.
+    Number of lines of the document not in this page (totalLines minus the lines returned).
     """
     next: NextPage | None
     """

@@ -31,6 +31,7 @@ from harness.openapi import PROTOCOL_VERSION, RESULT_SCHEMAS, load_schema
 ROOT: Final = Path(__file__).resolve().parents[2]
 MIN_REQUESTS_PER_RUN: Final = 2000
 """The fuzz session sends at least this many generated requests (both modules together)."""
+GENERATED_SOURCES: Final = ("schemathesis-", "hypothesis-")
 
 LEAKS: Final = (
     "Traceback",
@@ -118,9 +119,9 @@ class Wire:
         self._sent = (sent, request.content)
 
     @property
-    def total(self) -> int:
-        """Requests sent (and answered) so far in this session."""
-        return sum(n for source, n in self.counts.items() if source != "unsendable")
+    def generated(self) -> int:
+        """Generated requests sent (and answered) so far in this session."""
+        return sum(n for source, n in self.counts.items() if source.startswith(GENERATED_SOURCES))
 
     def next_id(self) -> int:
         """A fresh JSON-RPC id."""

@@ -447,3 +447,15 @@ async def test_arguments_reach_the_use_case_unchanged_and_confirm_gets_the_logic
         "name": "Ada Lovelace",
         "email": booking.customer.email,
     }
+
+
+async def test_prompt_and_resource_listings_are_empty_and_cacheable(stack: Stack) -> None:
+    prompts = await stack.client.list_prompts()
+    resources = await stack.client.list_resources()
+    templates = await stack.client.list_resource_templates()
+    assert (prompts.prompts, resources.resources, templates.resource_templates) == ([], [], [])
+    assert {prompts.cache_scope, resources.cache_scope, templates.cache_scope} == {"public"}
+    with pytest.raises(MCPError) as excinfo:
+        await stack.client.read_resource("tool://booking.hold_slot")
+    assert excinfo.value.error.code == types.INVALID_PARAMS
+    assert excinfo.value.error.data == {"uri": "tool://booking.hold_slot"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.caching import CacheHint
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
@@ -148,10 +148,14 @@ def build_mcp_server(
         SERVER_NAME,
         version=version,
         instructions=INSTRUCTIONS,
-        cache_hints={"tools/list": LIST_CACHE_HINT, "server/discover": LIST_CACHE_HINT},
+        cache_hints=dict.fromkeys(_LISTED_METHODS, LIST_CACHE_HINT),
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_prompts=_no_prompts,
+        on_list_resources=_no_resources,
+        on_list_resource_templates=_no_resource_templates,
+        on_read_resource=_read_resource,
     )
     if not tracing_enabled:
         server.middleware[:] = [
@@ -160,31 +164,71 @@ def build_mcp_server(
     return server
 
 
+# No prompts or resources exist, but their listings answer (empty, cacheable) rather than
+# -32601: hosts probe them, and the official suite's generic caching and listing scenarios
+# require them (harness/conformance.py GENERIC_SCENARIOS).
+_LISTED_METHODS: tuple[CacheableMethod, ...] = (
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+)
+
+
+async def _no_prompts(
+    _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[])
+
+
+async def _no_resources(
+    _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[])
+
+
+async def _no_resource_templates(
+    _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[])
+
+
+async def _read_resource(
+    _ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    """Every uri is unknown: -32602 with ``data.uri`` (SEP-2164, 2026-07-28)."""
+    raise MCPError(
+        code=types.INVALID_PARAMS, message="Resource not found", data={"uri": params.uri}
+    )
+
+
 def request_times(ctx: ServerRequestContext[Any], clock: Clock) -> tuple[str, str]:
     """``clientSentAt`` and ``serverReceivedAt`` of this request.
 
-    Over HTTP the timestamp middleware put both into the ASGI scope. Without it (the SDK's
-    in-process client, used by tests) the client time comes from ``params._meta.clientSentAt``
-    and the receive time is read here; a request without a client time is refused as over
-    HTTP, never given an invented one.
+    Over HTTP the timestamp middleware put both into the ASGI scope. Whatever is missing there
+    (the SDK's in-process client has no HTTP request; tests use it) comes from
+    ``params._meta.clientSentAt`` and from the clock now. A request without a client time is
+    refused as over HTTP, never given an invented one.
 
     Raises:
         MCPError: -32600 with ``data.code = "MISSING_CLIENT_TIMESTAMP"``.
     """
     scope = getattr(ctx.request, "scope", None)
-    if isinstance(scope, Mapping):
-        sent = _text(scope.get(SCOPE_CLIENT_SENT_AT))
-        received = _text(scope.get(SCOPE_RECEIVED_AT))
-        if sent is not None and received is not None:
-            return sent, received
-    stamped = (ctx.meta or {}).get(CLIENT_SENT_META)
-    if not isinstance(stamped, str) or not _is_instant(stamped):
-        raise MCPError(
-            code=types.INVALID_REQUEST,
-            message="Missing or malformed clientSentAt (RFC 3339 UTC).",
-            data={"code": "MISSING_CLIENT_TIMESTAMP"},
-        )
-    return stamped, format_instant(clock.now())
+    if not isinstance(scope, Mapping):
+        scope = {}
+    sent = _text(scope.get(SCOPE_CLIENT_SENT_AT))
+    if sent is None:
+        stamped = (ctx.meta or {}).get(CLIENT_SENT_META)
+        if not isinstance(stamped, str) or not _is_instant(stamped):
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message="Missing or malformed clientSentAt (RFC 3339 UTC).",
+                data={"code": "MISSING_CLIENT_TIMESTAMP"},
+            )
+        sent = stamped
+    received = _text(scope.get(SCOPE_RECEIVED_AT))
+    return sent, received if received is not None else format_instant(clock.now())
 
 
 def _envelope(
