@@ -3,31 +3,41 @@
 Usage::
 
     python -m harness.bench [--quick] [--out bench-results/report.json] [--rounds N]
+                            [--window S] [--slots N] [--engine raw|httpx2]
+    python -m harness.bench --inprocess [--requests N]     # server CPU/request, no sockets
+    python -m harness.bench --profile "call hold_slot"     # cProfile one configuration
 
 What runs (docs/perf-floor.md is the method):
 
-* Three child processes, each ``python -m ... serve`` with the CLI's uvicorn settings (uvloop +
-  httptools, access log off, ``gc.freeze()`` after startup) and pinned to CPU 1 where the box has
-  two CPUs (``sched_setaffinity`` in the child before exec, like ``taskset -c 1``); this process,
-  the load generator and the payment stub, is pinned to CPU 0:
+* Three child processes with the CLI's uvicorn settings (uvloop + httptools, access log off,
+  ``gc.freeze()`` after startup), pinned to CPU 1 where the box has two CPUs
+  (``sched_setaffinity`` in the child before exec, as ``taskset -c 1``); this process (load
+  generator and payment stub) is pinned to CPU 0:
 
-  - ``floor``: ``harness.floor_app`` (same gates, timestamps, SDK and Litestar; one no-op tool);
+  - ``floor``: ``harness.floor_app`` (the same gates, timestamps, SDK and Litestar; one no-op
+    tool);
   - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
     tools are measured here;
-  - ``real+slots``: the same CLI on a bench database = the store's own migrations and seed plus
-    ``--slots`` extra slots (``add_bench_slots``), so that every measured hold is a successful
-    hold transaction of its own slot and every confirm is a full confirm (fresh approval, the
-    payment GET answered PAID by the stub, the PENDING -> PAID commit).
+  - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
+    plus ``--slots`` extra slots (``add_bench_slots``), so that every measured hold is a
+    successful hold transaction of its own slot and every confirm is a full confirm (fresh
+    approval, the payment GET answered PAID by the stub, the PENDING -> PAID commit). Both real
+    servers run with ``HOLD_TTL_SECONDS=3600`` so that no hold expires mid-run (a mass release
+    would land in a random window).
 
 * Per round (``--rounds``, order shuffled each round, floor included): for every configuration a
   short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window.
   Ratios are taken per round against the floor's no-op ``tools/call`` of the same round, then the
   median over rounds is reported: p50 at c=1, req/s at c=16 and server CPU us/request at c=16
-  (the most noise-robust figure: utime+stime of the server process over the window).
-* Cold start: median of ``--spawns`` spawns of the CLI on a fresh database, Popen to ready line
-  and to the first ``tools/list`` answer. Peak RSS: ``VmHWM`` of the ``real`` server at the end.
+  (the most noise-robust figure: utime+stime of the server process over the window). Other
+  tenants' CPU use is recorded per run; ratios over quiet rounds only are reported as well.
+* Load generator: ``loadgen.RawHttpClient`` by default (one write per request, stamped exactly
+  like ``ClientSentAtTransport``); ``--engine httpx2`` uses httpx2 + ``ClientSentAtTransport``,
+  whose client CPU per request is about the floor server's, so its core saturates first.
+* Cold start: median of the spawns of the CLI on a fresh database, Popen to ready line and to
+  the first ``tools/list`` answer. Peak RSS: ``VmHWM`` of each server at the end.
 * Context bytes: the bytes of ``tools/list`` and the bytes a model must read to make one booking
-  (defined in ``booking_bytes``).
+  (defined in ``booking_bytes``), measured through the official stamping transport.
 
 The JSON report goes to ``--out`` (default ``bench-results/report-<UTC time>.json``).
 """
@@ -61,6 +71,7 @@ from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
 from harness.loadgen import (
+    AsgiCaller,
     Check,
     HttpClient,
     LoadResult,
@@ -68,7 +79,6 @@ from harness.loadgen import (
     RawHttpClient,
     Reply,
     confirm_arguments,
-    encode,
     envelope_ok,
     hold_arguments,
     jsonrpc_ok,
@@ -92,6 +102,7 @@ READ_P50_MAX_RATIO = 1.5
 READ_RPS_MIN_RATIO = 0.6
 HOLD_RPS_MIN_RATIO = 0.4
 COLD_START_MAX_S = 2.0
+QUIET_FOREIGN_CORES = 0.25  # a round counts as quiet when other tenants used less than this
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,6 +453,26 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
                 if run.server_cpu_us_per_request and base.server_cpu_us_per_request
             ]
         )
+        quiet = [
+            index
+            for index in range(len(floor[16]))
+            if all(
+                (run.foreign_cpu or 0.0) <= QUIET_FOREIGN_CORES
+                for run in (
+                    row.runs[1][index],
+                    row.runs[16][index],
+                    floor[1][index],
+                    floor[16][index],
+                )
+            )
+        ]
+        entry["quiet_rounds"] = quiet
+        entry["p50_ratio_c1_quiet"] = _median(
+            [pairs[i][0].percentile_ms(50) / pairs[i][1].percentile_ms(50) for i in quiet]
+        )
+        entry["rps_ratio_c16_quiet"] = _median(
+            [pairs16[i][0].throughput / pairs16[i][1].throughput for i in quiet]
+        )
         entry["target"], entry["pass"] = _verdict(entry)
         table.append(entry)
     return table
@@ -457,6 +488,12 @@ def _merge(counters: list[dict[str, int]]) -> dict[str, int]:
 
 def _verdict(entry: dict[str, Any]) -> tuple[str, bool | None]:
     kind = entry["kind"]
+    if entry["quiet_rounds"]:
+        entry = {
+            **entry,
+            "p50_ratio_c1": entry["p50_ratio_c1_quiet"],
+            "rps_ratio_c16": entry["rps_ratio_c16_quiet"],
+        }
     if kind == "read":
         ok = (entry["p50_ratio_c1"] or 99) <= READ_P50_MAX_RATIO and (
             entry["rps_ratio_c16"] or 0
@@ -513,12 +550,13 @@ def _model_text(reply: Reply) -> int:
 async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub) -> dict[str, Any]:
     """The bytes a model reads to make one booking with this server, step by step.
 
-    Steps: ``tools/list`` (model-visible: the ``tools`` array as JSON, what a host puts in the
-    prompt); one ``tool_catalog.search``; every page of ``tool_catalog.read`` (limit 100 lines)
-    for the three schemas the booking needs (search_available_slots, hold_slot,
-    confirm_booking); then the results of search slots, hold and confirm. For tool results the
-    model-visible bytes are the text content (the envelope JSON; ``structuredContent`` repeats
-    it for programs). ``wire`` counts whole HTTP response bodies.
+    Steps: ``server/discover`` (model-visible: the ``instructions`` text, which a host may put
+    in the system prompt); ``tools/list`` (model-visible: the ``tools`` array as JSON, what a
+    host puts in the prompt); one ``tool_catalog.search``; every page of ``tool_catalog.read``
+    (limit 100 lines) for the three schemas the booking needs (search_available_slots,
+    hold_slot, confirm_booking); then the results of search slots, hold and confirm. For tool
+    results the model-visible bytes are the text content (the envelope JSON;
+    ``structuredContent`` repeats it for programs). ``wire`` counts whole HTTP response bodies.
     """
     steps: list[dict[str, Any]] = []
 
@@ -531,6 +569,10 @@ async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub)
     def tools_array(reply: Reply) -> int:
         return len(json.dumps(reply.result["tools"], separators=(",", ":")).encode())
 
+    def instructions(reply: Reply) -> int:
+        return len(str(reply.result.get("instructions") or "").encode())
+
+    await step("server/discover", McpCall("server/discover", {}), instructions)
     listed = await step("tools/list", tools_list(), tools_array)
     found = await step(
         "tool_catalog.search 'book an expert slot'",
@@ -578,7 +620,8 @@ async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub)
     assert confirmed.envelope["ok"], confirmed.message
     return {
         "tools_list_wire_bytes": listed.size,
-        "tools_list_model_bytes": steps[0]["model_bytes"],
+        "tools_list_model_bytes": steps[1]["model_bytes"],
+        "instructions_bytes": steps[0]["model_bytes"],
         "one_booking_model_bytes": sum(s["model_bytes"] for s in steps),
         "one_booking_wire_bytes": sum(s["wire_bytes"] for s in steps),
         "steps": steps,
@@ -587,62 +630,6 @@ async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub)
 
 # --------------------------------------------------------------------------------------------
 # in process: CPU per request without sockets (robust against a noisy box), and cProfile
-
-
-class AsgiCaller:
-    """Sends an encoded MCP request straight into an ASGI app (no sockets, no HTTP client)."""
-
-    def __init__(self, app: Any) -> None:
-        self._app = app
-
-    async def send(self, call: McpCall) -> Reply:
-        headers, body = encode(call)
-        stamp = format_instant(datetime.now(UTC))
-        message = json.loads(body)
-        message["params"]["_meta"]["clientSentAt"] = stamp
-        payload = json.dumps(message, separators=(",", ":")).encode()
-        raw = [(name.encode(), value.encode()) for name, value in headers.items()]
-        raw += [
-            (b"host", b"127.0.0.1:3000"),
-            (b"x-mcp-client-sent-at", stamp.encode()),
-            (b"content-length", str(len(payload)).encode()),
-        ]
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/mcp",
-            "raw_path": b"/mcp",
-            "root_path": "",
-            "query_string": b"",
-            "headers": raw,
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 3000),
-            "state": {},
-        }
-        chunks: list[bytes] = []
-        status = 0
-        sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                await asyncio.Event().wait()  # no disconnect while the app works
-            sent = True
-            return {"type": "http.request", "body": payload, "more_body": False}
-
-        async def send(event: dict[str, Any]) -> None:
-            nonlocal status
-            if event["type"] == "http.response.start":
-                status = event["status"]
-            elif event["type"] == "http.response.body":
-                chunks.append(event.get("body", b""))
-
-        await self._app(scope, receive, send)
-        data = b"".join(chunks)
-        return Reply(status, json.loads(data), len(data))
 
 
 def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:
@@ -691,7 +678,7 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
             ),
         }
         async with contextlib.AsyncExitStack() as stack:
-            clients = {}
+            clients: dict[str, HttpClient] = {}
             for name, app in apps.items():
                 asgi = await stack.enter_async_context(inprocess_app(app))
                 clients[name] = await stack.enter_async_context(make_http_client(inner=asgi))
@@ -763,7 +750,8 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     header = (
         f"{'configuration':<36} {'c1 p50':>7} {'c1 p99':>7} {'c1 r/s':>7} "
         f"{'c16 p50':>7} {'c16 p99':>7} {'c16 r/s':>7} {'cpu/req':>7} "
-        f"{'p50 x':>6} {'r/s x':>6} {'cpu x':>6} {'lg':>4} {'frgn':>4}  verdict"
+        f"{'p50 x':>6} {'r/s x':>6} {'cpu x':>6} {'p50 xq':>6} {'r/s xq':>6} "
+        f"{'lg':>4} {'frgn':>4}  verdict"
     )
     print(header)
     print("-" * len(header))
@@ -775,12 +763,17 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
             f"{_f(c16['p50_ms'])} {_f(c16['p99_ms'])} {_f(c16['req_per_s'], 0)} "
             f"{_f(c16['server_cpu_us_per_req'], 0)} {_f(entry['p50_ratio_c1'], 2, 6)} "
             f"{_f(entry['rps_ratio_c16'], 2, 6)} {_f(entry['cpu_ratio_c16'], 2, 6)} "
+            f"{_f(entry['p50_ratio_c1_quiet'], 2, 6)} {_f(entry['rps_ratio_c16_quiet'], 2, 6)} "
             f"{_f(c16['loadgen_cpu_share'], 1, 4)} {_f(c16['foreign_cpu_cores'], 1, 4)}  "
             f"{verdict} {entry['target'] if entry['target'] != '-' else ''}"
         )
     print("(ms; r/s = requests/s; cpu/req = server CPU us per request at c=16; x = ratio to the")
     print(" floor's no-op tools/call in the same round, median over rounds; lg = load generator")
-    print(" CPU share at c=16 (1.0 = its core saturated); frgn = cores used by other tenants)")
+    print(" CPU share at c=16 (1.0 = its core saturated); frgn = cores used by other tenants;")
+    print(
+        f" xq = the same ratios over quiet rounds only (frgn <= {QUIET_FOREIGN_CORES} in all four"
+    )
+    print(" runs of the pair); the verdict uses xq when a quiet round exists)")
     cold = extra["cold_start"]
     print(
         f"cold start (CLI, fresh db, median of {cold['spawns']}): "
@@ -795,6 +788,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     )
     size = extra["context_bytes"]
     print(
+        f"instructions: {size['instructions_bytes']} B; "
         f"tools/list: {size['tools_list_model_bytes']} B model-visible "
         f"({size['tools_list_wire_bytes']} B on the wire); one booking: "
         f"{size['one_booking_model_bytes']} B model-visible in {len(size['steps'])} steps "
@@ -844,7 +838,11 @@ async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
                 stack.callback(server.stop)
             for server in servers.values():
                 server.wait_ready()
-            clients = {name: await stack.enter_async_context(_client(engine)) for name in servers}
+            clients: dict[str, HttpClient] = {}
+            for name in servers:
+                client = _client(engine)
+                stack.push_async_callback(client.aclose)
+                clients[name] = client
             urls = {name: server.url for name, server in servers.items()}
             seed_hold = await send(
                 clients["real"],
@@ -862,7 +860,8 @@ async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
             started = time.perf_counter()
             rows = await run_rounds(bench, CONFIGS)
             elapsed = time.perf_counter() - started
-            context = await booking_bytes(clients["real"], urls["real"], stub)
+            async with make_http_client(connections=1) as official:
+                context = await booking_bytes(official, urls["real"], stub)
             rss = {name: peak_rss_kib(server.pid) for name, server in servers.items()}
         cold = await asyncio.to_thread(cold_start, plan.spawns, env, pin=pin)
     table = summarize(rows)
@@ -890,6 +889,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="JSON report path")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 1)")
     parser.add_argument("--window", type=float, help="seconds per measurement (default 2)")
+    parser.add_argument("--slots", type=int, help="extra bench slots (default 40000)")
     parser.add_argument(
         "--engine",
         choices=("raw", "httpx2"),
@@ -917,6 +917,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = dataclasses.replace(plan, rounds=args.rounds)
     if args.window:
         plan = dataclasses.replace(plan, window_s=args.window)
+    if args.slots:
+        plan = dataclasses.replace(plan, slots=args.slots)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
     report = asyncio.run(run(plan, args.engine))

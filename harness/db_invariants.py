@@ -67,13 +67,17 @@ def check_invariants(
 
 
 def _one_active_booking_per_slot(db: sqlite3.Connection) -> list[str]:
-    rows = db.execute(
-        "SELECT slot_id, COUNT(*) AS n, GROUP_CONCAT(booking_id, ',') AS ids FROM bookings "
-        "WHERE status IN (?, ?) GROUP BY slot_id HAVING COUNT(*) > 1",
+    active: dict[str, list[str]] = {}
+    for row in db.execute(
+        "SELECT slot_id, booking_id FROM bookings WHERE status IN (?, ?) "
+        "ORDER BY slot_id, booking_id",
         _ACTIVE,
-    ).fetchall()
+    ):
+        active.setdefault(str(row["slot_id"]), []).append(str(row["booking_id"]))
     return [
-        f"slot {row['slot_id']}: {row['n']} HELD/CONFIRMED bookings ({row['ids']})" for row in rows
+        f"slot {slot}: {len(ids)} HELD/CONFIRMED bookings ({','.join(ids)})"
+        for slot, ids in active.items()
+        if len(ids) > 1
     ]
 
 

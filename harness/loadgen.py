@@ -265,6 +265,62 @@ def _status_and_length(raw_head: bytes) -> tuple[int, int]:
 HttpClient = httpx2.AsyncClient | RawHttpClient
 
 
+class AsgiCaller:
+    """Sends an encoded MCP request straight into an ASGI app (no sockets, no HTTP client)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def send(self, call: McpCall) -> Reply:
+        headers, body = encode(call)
+        stamp = format_instant(datetime.now(UTC))
+        message = json.loads(body)
+        message["params"]["_meta"]["clientSentAt"] = stamp
+        payload = json.dumps(message, separators=(",", ":")).encode()
+        raw = [(name.encode(), value.encode()) for name, value in headers.items()]
+        raw += [
+            (b"host", b"127.0.0.1:3000"),
+            (b"x-mcp-client-sent-at", stamp.encode()),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "root_path": "",
+            "query_string": b"",
+            "headers": raw,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 3000),
+            "state": {},
+        }
+        chunks: list[bytes] = []
+        status = 0
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                await asyncio.Event().wait()  # no disconnect while the app works
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+
+        async def send(event: dict[str, Any]) -> None:
+            nonlocal status
+            if event["type"] == "http.response.start":
+                status = event["status"]
+            elif event["type"] == "http.response.body":
+                chunks.append(event.get("body", b""))
+
+        await self._app(scope, receive, send)
+        data = b"".join(chunks)
+        return Reply(status, json.loads(data), len(data))
+
+
 async def send(client: HttpClient, url: str, call: McpCall) -> Reply:
     """Send one MCP request and decode the reply."""
     headers, body = encode(call)

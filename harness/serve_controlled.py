@@ -19,6 +19,7 @@ with a deadline, and stops (SIGTERM) or kills (SIGKILL, a crash) exactly that ch
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import importlib.util
 import os
@@ -173,7 +174,7 @@ class ChildServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=self._preexec,  # noqa: PLW1509 - only os.sched_setaffinity
+            preexec_fn=self._prepare_child,  # noqa: PLW1509 - prctl and sched_setaffinity only
         )
         assert self._process.stderr is not None
         self._reader = threading.Thread(
@@ -196,6 +197,12 @@ class ChildServer:
             self.kill()
             raise ChildServerError("no ready line; stderr:\n" + "\n".join(self.stderr_lines))
         return self
+
+    def _prepare_child(self) -> None:
+        """Runs in the child before exec: die with the parent, then the caller's preexec."""
+        _die_with_parent()
+        if self._preexec is not None:
+            self._preexec()
 
     @staticmethod
     def _reset_url() -> str | None:
@@ -267,6 +274,20 @@ class ChildServer:
     ) -> None:
         if self._process is not None:
             self.stop()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this (child) process when the thread that spawned it ends.
+
+    A test runner killed by a timeout then leaves no server behind.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def controlled_server(

@@ -22,6 +22,9 @@ from expert_booking.testing.server_process import ServerProcess
 from harness.conformance import (
     GENERIC_SCENARIOS,
     STATELESS_FIXTURE_CHECKS,
+    Check,
+    Expectation,
+    ScenarioResult,
     SuiteRun,
     assess,
     default_out_dir,
@@ -69,6 +72,47 @@ def test_suite_baseline_check_accepts_the_expected_failures_file(suite_run: Suit
     """The suite's own --expected-failures verdict agrees: no regression, no stale entry."""
     tail = "\n".join(suite_run.output.splitlines()[-40:])
     assert suite_run.returncode == 0, tail
+
+
+def test_assessment_refuses_generic_failures_unexplained_failures_and_stale_entries() -> None:
+    """The verdict logic itself, on made-up results."""
+
+    def scenario(name: str, *checks: tuple[str, str]) -> ScenarioResult:
+        return ScenarioResult(name, [Check(i, status, "msg") for i, status in checks])
+
+    fixture_check = min(STATELESS_FIXTURE_CHECKS)
+    passing = {name: scenario(name, ("c", "SUCCESS")) for name in GENERIC_SCENARIOS}
+    passing["server-stateless"] = scenario("server-stateless", (fixture_check, "FAILURE"))
+    passing["tools-call-image"] = scenario("tools-call-image", ("tools-call-image", "FAILURE"))
+    baseline = [
+        Expectation("server-stateless", fixture_check, "fixture"),
+        Expectation("tools-call-image", None, "fixture tool"),
+    ]
+    assert assess(passing, baseline) == []
+    broken = {
+        **passing,
+        "caching": scenario("caching", ("sep-2549-x", "FAILURE")),
+        "tools-list": scenario("tools-list", ("w", "WARNING")),
+        "prompts-get-simple": scenario("prompts-get-simple", ("p", "FAILURE")),
+        "tools-call-image": scenario("tools-call-image", ("tools-call-image", "SUCCESS")),
+    }
+    stale_and_whole = [*baseline, Expectation("caching", None, "no")]
+    assert assess(broken, stale_and_whole) == [
+        "generic scenario caching must not be baselined as a whole",
+        "generic scenario caching fails sep-2549-x: msg",
+        "unexpected FAILURE prompts-get-simple:p: msg",
+        "stale expected failure tools-call-image: it passes now",
+    ]
+    del broken["resources-list"]
+    assert "generic scenario resources-list did not run" in assess(broken, baseline)
+
+
+def test_expected_failures_file_gives_every_entry_a_reason() -> None:
+    """Each entry parses as the suite's format and carries a reason comment."""
+    entries = load_expected_failures()
+    assert entries
+    assert all(len(entry.reason) > 20 for entry in entries)
+    assert not {entry.scenario for entry in entries if entry.check is None} & set(GENERIC_SCENARIOS)
 
 
 def test_stamping_proxy_passes_requests_through_and_adds_only_the_stamp() -> None:

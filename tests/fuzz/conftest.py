@@ -259,7 +259,8 @@ def exchange_problems(exchange: Exchange) -> list[str]:
       -32603 (an unhandled server error); a notification may get an empty 202 instead;
     - a ``tools/call`` result is a CallToolResult whose ``structuredContent`` is an envelope valid
       against ``schemas/envelope.json``, mirrored as the one text item, ``isError`` iff not
-      ``ok``, ``data`` valid against the tool's result schema, the client stamp echoed;
+      ``ok``, ``data`` valid against the tool's result schema, the client stamp echoed, and
+      never ``INTERNAL_ERROR`` (the envelope's 5xx: an unhandled failure inside the tool);
     - no stack trace, file path or SQL text anywhere in the response that the request did not
       itself contain.
     """
@@ -365,6 +366,8 @@ def _tool_result_problems(
     if problems:
         return problems
     ok = envelope["ok"]
+    if not ok and envelope["error"]["code"] == "INTERNAL_ERROR":
+        problems.append("INTERNAL_ERROR envelope: the tool failed unexpectedly")
     if result.get("isError") is not (not ok):
         problems.append(f"isError {result.get('isError')!r} but ok {ok!r}")
     content = result.get("content")

@@ -9,9 +9,13 @@ broke the headers on purpose; the stamping transport always sets ``x-mcp-client-
 
 from __future__ import annotations
 
+import importlib.resources
 import json
+import sqlite3
 import sys
 from collections import Counter
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +23,7 @@ import schemathesis
 from hypothesis import given, settings
 from schemathesis import Case, GenerationMode
 
+from harness.db_invariants import check_invariants
 from harness.openapi import (
     CATALOG_TOOLS,
     LOGICAL_TOOLS,
@@ -177,6 +182,55 @@ def test_negative_requests_never_break_the_server(wire: Wire) -> None:
     before = wire.counts["schemathesis-negative"]
     run()
     assert wire.counts["schemathesis-negative"] - before >= MIN_SENT["schemathesis-negative"]
+
+
+def test_invariant_checker_reports_every_kind_of_violation(tmp_path: Path) -> None:
+    """check_invariants is not vacuous: each invariant it guards is reported when broken."""
+    db = tmp_path / "broken.db"
+    migrations = importlib.resources.files("expert_booking.adapters") / "migrations"
+    with closing(sqlite3.connect(db)) as connection:
+        for script in sorted(migrations.iterdir(), key=lambda item: item.name):
+            if script.name.endswith(".sql"):
+                connection.executescript(script.read_text(encoding="utf-8"))
+        connection.executescript(
+            """
+            DROP INDEX one_active_booking_per_slot;
+            INSERT INTO experts VALUES ('e1', 'E', 'AI', '');
+            INSERT INTO slots VALUES ('s1', 'e1', '2030-01-01T00:00:00.000Z',
+                                      '2030-01-01T01:00:00.000Z', '500.00', 'CNY');
+            """
+        )
+        row = (
+            "INSERT INTO bookings (booking_id, slot_id, expert_id, starts_at, ends_at, "
+            "customer_json, status, version, held_at, expires_at, confirmed_at, "
+            "payment_page_url, payment_status, payment_amount, payment_currency, paid_at) "
+            "VALUES (?, ?, 'e1', 'a', 'b', '{}', ?, ?, 'h', 'x', ?, 'u', ?, ?, 'CNY', ?)"
+        )
+        connection.executemany(
+            row,
+            [
+                ("b1", "s1", "HELD", 1, None, "PENDING", "500.00", None),
+                ("b2", "s1", "CONFIRMED", 2, "c", "PENDING", "400.00", None),
+                ("b3", "s1", "EXPIRED", 1, None, "PENDING", "500.00", None),
+                ("b4", "nowhere", "PAYMENT_FAILED", 2, None, "FAILED", "500.00", None),
+            ],
+        )
+        connection.commit()
+    found = check_invariants(db, previous={"b1": 3, "gone": 1})
+    assert found == [
+        "slot s1: 2 HELD/CONFIRMED bookings (b1,b2)",
+        (
+            "booking b3: status EXPIRED at version 1 (every change bumps the version, so only "
+            "HELD may be at version 1)"
+        ),
+        "booking b1: version went from 3 to 1",
+        "booking gone: disappeared (was version 1)",
+        (
+            "CONFIRMED booking b2: payment status PENDING; no paidAt; paid 400.00 CNY but the "
+            "slot costs 500.00 CNY"
+        ),
+        "booking b4: unknown slot nowhere",
+    ]
 
 
 def test_fuzz_run_sent_enough_requests_and_left_the_database_consistent(

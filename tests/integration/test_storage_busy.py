@@ -1,9 +1,10 @@
 """A competing SQLite writer holds the write lock: tools answer STORAGE_BUSY and change nothing.
 
-The whole app runs in process (``bootstrap.build_asgi_app``) on a temporary database file; the
-competitor is a stdlib ``sqlite3`` connection on the same file holding ``BEGIN IMMEDIATE``
-longer than the store's busy timeout. After the competitor lets go, the same call with the same
-idempotency key succeeds: a busy answer never records an outcome.
+The whole app runs in process (``bootstrap.build_asgi_app``) on a temporary database file with a
+200 ms busy timeout (``BOOKING_DB_BUSY_TIMEOUT_MS``); the competitor is a stdlib ``sqlite3``
+connection on the same file holding ``BEGIN IMMEDIATE`` longer than that. After the competitor
+lets go, the same call with the same idempotency key succeeds: a busy answer never records an
+outcome.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import httpx
 import pytest
 from mcp import Client
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.bootstrap import build_asgi_app
 from expert_booking.client import open_client
 from expert_booking.settings import Settings
@@ -81,20 +81,6 @@ class Payments:
 
 
 @pytest.fixture
-def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    # TODO(lead): replace with a settings hook (BOOKING_DB_BUSY_TIMEOUT_MS) once bootstrap has
-    # one; the store's default of 5 s would make every busy answer take 5 s.
-    original = SqliteBookingStore.open.__func__  # type: ignore[attr-defined]
-
-    async def open_with_short_timeout(
-        cls: type[SqliteBookingStore], path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
-    ) -> SqliteBookingStore:
-        return await original(cls, path, busy_timeout_ms=BUSY_TIMEOUT_MS)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(SqliteBookingStore, "open", classmethod(open_with_short_timeout))
-
-
-@pytest.fixture
 def payments() -> Payments:
     return Payments()
 
@@ -109,10 +95,10 @@ def competitor(db_path: Path) -> Iterator[Competitor]:
 
 
 @pytest.fixture
-async def client(
-    db_path: Path, payments: Payments, short_busy_timeout: None
-) -> AsyncIterator[Client]:
-    settings = Settings(db_path=db_path, payment_query_base_url=PAYMENTS_URL)
+async def client(db_path: Path, payments: Payments) -> AsyncIterator[Client]:
+    settings = Settings(
+        db_path=db_path, payment_query_base_url=PAYMENTS_URL, db_busy_timeout_ms=BUSY_TIMEOUT_MS
+    )
     app = build_asgi_app(settings, payments_transport=httpx.MockTransport(payments))
     with anyio.fail_after(30):
         async with (

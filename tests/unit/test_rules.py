@@ -256,3 +256,9 @@ def test_parsing_and_formatting_round_trip_to_the_same_utc_instant(text: str) ->
 def test_parsing_a_timestamp_without_offset_is_refused() -> None:
     with pytest.raises(ValueError, match="offset"):
         parse_instant("2030-09-02T02:00:00")
+
+
+def test_parse_instant_refuses_instants_outside_the_representable_utc_range():
+    for text in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-14:00"):
+        with pytest.raises(ValueError, match="outside years"):
+            parse_instant(text)

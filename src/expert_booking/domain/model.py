@@ -41,12 +41,20 @@ def format_instant(value: datetime) -> str:
 
 
 def parse_instant(text: str) -> datetime:
-    """Parse an RFC 3339 timestamp (``Z`` or offset) into an aware UTC datetime."""
+    """Parse an RFC 3339 timestamp (``Z`` or offset) into an aware UTC datetime.
+
+    Raises:
+        ValueError: malformed, without offset, a leap second, or outside years 1-9999 in UTC.
+    """
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if parsed.tzinfo is None:
         msg = "timestamp without offset"
         raise ValueError(msg)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        msg = "timestamp outside years 0001-9999 in UTC"
+        raise ValueError(msg) from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,7 +176,11 @@ def _instant(text: str, path: list[str]) -> datetime:
     except ValueError as exc:
         raise InvalidArgumentsError(
             violations=[
-                {"pointer": json_pointer(path), "message": "must be a valid RFC 3339 date-time."}
+                {
+                    "pointer": json_pointer(path),
+                    "message": "must be an RFC 3339 date-time within years 0001-9999 UTC, "
+                    "without a leap second.",
+                }
             ]
         ) from exc
 
