@@ -107,7 +107,7 @@ def answer(
     """A payment answer for ``booking``; exact match unless a field is overridden."""
     return PaymentAnswer(
         booking_id=booking.booking_id if booking_id is None else booking_id,
-        status=status,
+        status=PaymentStatus(status),
         amount=booking.payment.price.amount if amount is None else amount,
         currency=booking.payment.price.currency if currency is None else currency,
         paid_at=paid_at,

@@ -72,7 +72,9 @@ def build_asgi_app(
     typed_store: BookingStore = store
     service = BookingService(
         store=typed_store,
-        payments=HttpPaymentQuery(payments_http, clock),
+        payments=HttpPaymentQuery(
+            payments_http, clock, deadline_seconds=settings.payment_timeout_seconds
+        ),
         clock=clock,
         policy=BookingPolicy(
             hold_ttl=settings.hold_ttl,

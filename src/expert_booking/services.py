@@ -33,6 +33,7 @@ from expert_booking.domain.model import (
     Customer,
     HumanApproval,
     Payment,
+    PaymentAnswer,
     PaymentStatus,
     Slot,
     format_instant,
@@ -135,14 +136,16 @@ class BookingService:
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
         key = (binding, offset, command.limit)
-        now = self._clock.now()
-        cached = self._cache.get(key, now)
+        cached = self._cache.get(key, self._clock.now())
         if cached is not None:
             return dataclasses.replace(cached, cache_hit=True)
         # Taken before reading: a page read before any invalidation (a concurrent write, or
         # this search's own release) is never stored.
         generation = self._cache.generation
         async with self._store.transaction() as tx:
+            # Every use case reads the clock only once it holds the store: waiting for the lock
+            # must not make it judge expiry or freshness by an earlier time.
+            now = self._clock.now()
             released = await tx.release_overdue(now)
             slots, total = await tx.search_free_slots(query, now, offset, command.limit)
             next_expiry = await tx.next_hold_expiry()
@@ -168,8 +171,8 @@ class BookingService:
             IdempotencyConflictError, SlotNotFoundError, SlotUnavailableError.
         """
         fingerprint = _fingerprint(command)
-        now = self._clock.now()
         async with self._store.transaction() as tx:
+            now = self._clock.now()
             released = await tx.release_overdue(now)
             replayed = await self._replay(tx, HOLD_SCOPE, command.idempotency_key, fingerprint)
             outcome = replayed or await self._hold(tx, command, fingerprint, now)
@@ -186,9 +189,9 @@ class BookingService:
             PaymentMismatchError, PaymentFailedError, PaymentClosedError.
         """
         fingerprint = _fingerprint(command)
-        now = self._clock.now()
         outcome: Booking | BookingError | None
         async with self._store.transaction() as tx:
+            now = self._clock.now()
             released = await tx.release_overdue(now)
             outcome = await self._replay(tx, CONFIRM_SCOPE, command.idempotency_key, fingerprint)
             if outcome is None:
@@ -200,34 +203,12 @@ class BookingService:
         # Outside any transaction: a slow payment service never holds the store lock.
         answer = await self._payments.query_payment(command.booking_id, trace)
 
-        now = self._clock.now()
         async with self._store.transaction() as tx:
+            now = self._clock.now()
             released = await tx.release_overdue(now)
             outcome = await self._replay(tx, CONFIRM_SCOPE, command.idempotency_key, fingerprint)
             if outcome is None:
-                current = await tx.get_booking(command.booking_id)
-                if current is None:
-                    outcome = BookingNotFoundError(bookingId=command.booking_id)
-                else:
-                    if current.status is BookingStatus.EXPIRED and answer.status == "PAID":
-                        logger.warning(
-                            "reconciliation needed: booking %s was paid after its hold expired",
-                            current.booking_id,
-                        )
-                    outcome = _confirmable(current, command.expected_version)
-                    if outcome is None:
-                        outcome = apply_payment(current, answer, now=now)
-                        await tx.update_booking(outcome, expected_version=current.version)
-                        refusal = payment_refusal(outcome)
-                        await tx.put_idempotency(
-                            IdempotencyRecord(
-                                scope=CONFIRM_SCOPE,
-                                key=command.idempotency_key,
-                                fingerprint=fingerprint,
-                                booking=outcome,
-                                error_code=refusal.code if refusal else None,
-                            )
-                        )
+                outcome = await self._settle(tx, command, fingerprint, answer, now)
         self._after_write(released=released, changed=isinstance(outcome, Booking))
         if isinstance(outcome, Booking):
             # FAILED/CLOSED were committed above (the slot is released) and are reported as
@@ -241,9 +222,8 @@ class BookingService:
         Raises:
             BookingNotFoundError: no booking has this id.
         """
-        now = self._clock.now()
         async with self._store.transaction() as tx:
-            released = await tx.release_overdue(now)
+            released = await tx.release_overdue(self._clock.now())
             booking = await tx.get_booking(booking_id)
         self._after_write(released=released, changed=False)
         if booking is None:
@@ -269,7 +249,8 @@ class BookingService:
             status=BookingStatus.HELD,
             version=1,
             held_at=now,
-            expires_at=now + self._policy.hold_ttl,
+            # A hold never outlives the slot's start: nothing can be confirmed once it began.
+            expires_at=min(now + self._policy.hold_ttl, slot.starts_at),
             confirmed_at=None,
             payment_page_url=f"{self._policy.payment_page_base_url.rstrip('/')}/{booking_id}",
             payment=Payment(query_id=booking_id, status=PaymentStatus.PENDING, price=slot.price),
@@ -286,15 +267,52 @@ class BookingService:
         )
         return booking
 
-    async def _precheck_confirm(
-        self, tx: Transaction, command: ConfirmBooking, now: datetime
-    ) -> BookingError | None:
-        booking = await tx.get_booking(command.booking_id)
-        if booking is None:
+    async def _settle(
+        self,
+        tx: Transaction,
+        command: ConfirmBooking,
+        fingerprint: str,
+        answer: PaymentAnswer,
+        now: datetime,
+    ) -> Booking | BookingError:
+        """Transaction 2 of confirm: re-read, re-check, apply the payment answer, record it.
+
+        Refusals are returned, not raised, so the overdue release of this transaction commits.
+        """
+        current = await tx.get_booking(command.booking_id)
+        if current is None:
             return BookingNotFoundError(bookingId=command.booking_id)
-        refusal = _confirmable(booking, command.expected_version)
+        if current.status is BookingStatus.EXPIRED and answer.status is PaymentStatus.PAID:
+            logger.warning(
+                "reconciliation needed: booking %s was paid after its hold expired",
+                current.booking_id,
+            )
+        refusal = _confirmable(current, command.expected_version) or self._approval_refusal(
+            command, current, now
+        )
         if refusal is not None:
             return refusal
+        try:
+            settled = apply_payment(current, answer, now=now)
+        except BookingError as exc:  # PENDING or a mismatch: nothing changes
+            return exc
+        await tx.update_booking(settled, expected_version=current.version)
+        outcome_refusal = payment_refusal(settled)
+        await tx.put_idempotency(
+            IdempotencyRecord(
+                scope=CONFIRM_SCOPE,
+                key=command.idempotency_key,
+                fingerprint=fingerprint,
+                booking=settled,
+                error_code=outcome_refusal.code if outcome_refusal else None,
+            )
+        )
+        return settled
+
+    def _approval_refusal(
+        self, command: ConfirmBooking, booking: Booking, now: datetime
+    ) -> BookingError | None:
+        """The approval checks, judged at ``now`` (again after a slow payment query)."""
         try:
             check_approval(
                 command.human_approval,
@@ -306,6 +324,16 @@ class BookingService:
         except BookingError as exc:
             return exc
         return None
+
+    async def _precheck_confirm(
+        self, tx: Transaction, command: ConfirmBooking, now: datetime
+    ) -> BookingError | None:
+        booking = await tx.get_booking(command.booking_id)
+        if booking is None:
+            return BookingNotFoundError(bookingId=command.booking_id)
+        return _confirmable(booking, command.expected_version) or self._approval_refusal(
+            command, booking, now
+        )
 
     @staticmethod
     async def _replay(

@@ -472,6 +472,58 @@ async def test_a_payment_that_succeeds_after_the_hold_expired_is_refused_as_expi
     assert any("reconciliation" in record.getMessage() for record in caplog.records)
 
 
+async def test_an_approval_that_goes_stale_during_a_slow_payment_query_confirms_nothing(
+    service: BookingService, clock: MutableClock, payments: FakePayments
+) -> None:
+    booking = await _hold(service)
+
+    def slow_paid_answer() -> Any:
+        clock.advance(130)  # beyond APPROVAL_TTL + skew, but the hold is still alive
+        return answer(booking, "PAID", paid_at=clock.now())
+
+    payments.script(booking.booking_id, slow_paid_answer)
+    command = _confirm(booking, approval(booking, clock.now()))
+
+    refused = await _refusal(service.confirm_booking(command, TRACE))
+
+    assert refused.code == "HUMAN_APPROVAL_EXPIRED"
+    after = await service.get_booking(booking.booking_id)
+    assert (after.status, after.version) == (BookingStatus.HELD, 1)
+
+
+async def test_expiry_is_judged_by_the_time_the_store_was_acquired_not_requested(
+    service: BookingService, store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
+) -> None:
+    booking = await _hold(service)
+    payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
+    clock.advance(295)
+    command = _confirm(booking, approval(booking, clock.now()))
+    async with anyio.create_task_group() as tasks, store.transaction():
+        # Another request holds the store while time passes beyond expiresAt.
+        tasks.start_soon(_confirm_expecting, service, command, "BOOKING_EXPIRED")
+        await anyio.wait_all_tasks_blocked()
+        clock.advance(30)
+    after = await service.get_booking(booking.booking_id)
+    assert after.status is BookingStatus.EXPIRED
+    assert payments.calls == []
+
+
+async def _confirm_expecting(service: BookingService, command: ConfirmBooking, code: str) -> None:
+    refused = await _refusal(service.confirm_booking(command, TRACE))
+    assert refused.code == code
+
+
+async def test_a_hold_never_outlives_the_start_of_its_slot(
+    service: BookingService, clock: MutableClock
+) -> None:
+    clock.set(SLOT_AI_001_STARTS_AT - timedelta(seconds=60))
+    booking = await _hold(service)
+    assert booking.expires_at == SLOT_AI_001_STARTS_AT
+    clock.advance(60)
+    after = await service.get_booking(booking.booking_id)
+    assert after.status is BookingStatus.EXPIRED
+
+
 # --- concurrency -------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import respx
@@ -51,7 +52,7 @@ async def client(router: respx.MockRouter) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def payments(client: httpx.AsyncClient) -> HttpPaymentQuery:
-    return HttpPaymentQuery(client, MutableClock(NOW))
+    return HttpPaymentQuery(client, MutableClock(NOW), deadline_seconds=3.0)
 
 
 def _route(router: respx.MockRouter, booking_id: str = BOOKING_ID) -> respx.Route:
@@ -61,7 +62,7 @@ def _route(router: respx.MockRouter, booking_id: str = BOOKING_ID) -> respx.Rout
 async def test_a_paid_answer_is_returned_with_paid_at_parsed(
     router: respx.MockRouter, payments: HttpPaymentQuery
 ) -> None:
-    _route(router).respond(200, json={**PAID_BODY, "extra": {"ignored": True}})
+    _route(router).respond(200, json=PAID_BODY)
     assert await payments.query_payment(BOOKING_ID, TRACE) == PaymentAnswer(
         booking_id=BOOKING_ID,
         status="PAID",
@@ -80,12 +81,52 @@ async def test_a_pending_answer_may_have_a_null_paid_at(
     assert result.paid_at is None
 
 
-async def test_an_unknown_status_and_inexact_amount_are_passed_through_for_the_domain(
+async def test_an_inexact_amount_is_passed_through_for_the_domain_to_refuse(
     router: respx.MockRouter, payments: HttpPaymentQuery
 ) -> None:
-    _route(router).respond(200, json={**PAID_BODY, "status": "REFUNDED", "amount": "500.0"})
+    _route(router).respond(200, json={**PAID_BODY, "amount": "500.0"})
     result = await payments.query_payment(BOOKING_ID, TRACE)
-    assert (result.status, result.amount) == ("REFUNDED", "500.0")
+    assert result.amount == "500.0"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**PAID_BODY, "status": "REFUNDED"},
+        {**PAID_BODY, "status": "paid"},
+        {**PAID_BODY, "refundId": "r-1"},
+        {k: v for k, v in PAID_BODY.items() if k != "currency"},
+    ],
+    ids=["unknown-status", "lower-case-status", "unknown-field", "missing-field"],
+)
+async def test_an_answer_outside_the_contract_shape_is_unavailable_and_retryable(
+    router: respx.MockRouter, payments: HttpPaymentQuery, body: dict[str, object]
+) -> None:
+    _route(router).respond(200, json=body)
+    with pytest.raises(BookingError) as excinfo:
+        await payments.query_payment(BOOKING_ID, TRACE)
+    assert excinfo.value.code == "PAYMENT_UNAVAILABLE"
+    assert excinfo.value.retryable
+    assert excinfo.value.details == {"reason": "MALFORMED"}
+
+
+async def test_a_body_that_trickles_past_the_deadline_is_a_timeout(
+    router: respx.MockRouter,
+) -> None:
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await anyio.sleep(5)  # the simulated slow service, cut off by the 0.05 s deadline
+        return httpx.Response(200, json=PAID_BODY)
+
+    _route(router).mock(side_effect=slow)
+    client = httpx.AsyncClient(
+        base_url=BASE_URL, transport=httpx.MockTransport(router.async_handler)
+    )
+    payments = HttpPaymentQuery(client, MutableClock(NOW), deadline_seconds=0.05)
+    with anyio.fail_after(5), pytest.raises(BookingError) as excinfo:
+        await payments.query_payment(BOOKING_ID, TRACE)
+    assert excinfo.value.code == "PAYMENT_UNAVAILABLE"
+    assert excinfo.value.details == {"reason": "TIMEOUT"}
+    await client.aclose()
 
 
 async def test_the_request_carries_a_child_traceparent_and_the_send_time(
@@ -129,7 +170,9 @@ async def test_with_a_real_tracer_the_client_span_is_the_downstream_parent(
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    payments = HttpPaymentQuery(client, MutableClock(NOW), tracer=provider.get_tracer("test"))
+    payments = HttpPaymentQuery(
+        client, MutableClock(NOW), deadline_seconds=3.0, tracer=provider.get_tracer("test")
+    )
     route = _route(router).respond(200, json=PAID_BODY)
 
     await payments.query_payment(BOOKING_ID, TRACE)
@@ -155,7 +198,9 @@ async def test_with_a_real_tracer_a_failure_marks_the_span_without_recording_the
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    payments = HttpPaymentQuery(client, MutableClock(NOW), tracer=provider.get_tracer("test"))
+    payments = HttpPaymentQuery(
+        client, MutableClock(NOW), deadline_seconds=3.0, tracer=provider.get_tracer("test")
+    )
     _route(router).mock(side_effect=httpx.ConnectError("connect to payments.test failed"))
 
     with pytest.raises(BookingError):
@@ -244,7 +289,7 @@ async def test_when_the_action_span_is_current_the_payment_span_is_its_child(
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
-    payments = HttpPaymentQuery(client, MutableClock(NOW), tracer=tracer)
+    payments = HttpPaymentQuery(client, MutableClock(NOW), deadline_seconds=3.0, tracer=tracer)
     _route(router).respond(200, json=PAID_BODY)
 
     with tracer.start_as_current_span("booking.confirm_booking") as action:

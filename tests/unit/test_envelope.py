@@ -243,6 +243,4 @@ def test_search_command_maps_filters_and_rejects_an_unparsable_instant() -> None
     assert (command.limit, command.cursor) == (5, "c")
     with pytest.raises(InvalidArgumentsError) as excinfo:
         wire.search_command({"query": "", "limit": 1, "startsBefore": "2030-12-31T23:59:60Z"})
-    assert excinfo.value.details["violations"] == [
-        {"pointer": "/startsBefore", "message": "must be a valid RFC 3339 date-time."}
-    ]
+    assert [v["pointer"] for v in excinfo.value.details["violations"]] == ["/startsBefore"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from typing import Any
@@ -22,7 +23,12 @@ from opentelemetry.trace import (
 )
 
 from expert_booking.domain.errors import PaymentUnavailableError
-from expert_booking.domain.model import PaymentAnswer, format_instant, parse_instant
+from expert_booking.domain.model import (
+    PaymentAnswer,
+    PaymentStatus,
+    format_instant,
+    parse_instant,
+)
 from expert_booking.ports import Clock, TraceContext
 
 logger = logging.getLogger("expert_booking.payments")
@@ -31,6 +37,7 @@ _tracer = otel_trace.get_tracer(__name__)
 REQUEST_SENT_HEADER = "x-mcp-server-request-sent-at"
 PAYMENT_RESPONDED_HEADER = "x-payment-responded-at"
 _STRING_FIELDS = ("bookingId", "status", "amount", "currency")
+_FIELDS = frozenset((*_STRING_FIELDS, "paidAt"))
 _INVALID_SPAN_ID = "0" * 16
 
 
@@ -41,13 +48,20 @@ class _MalformedAnswerError(ValueError):
 class HttpPaymentQuery:
     """``PaymentQueryPort`` over ``GET {base}/payments/{bookingId}``.
 
-    The composition root builds the ``httpx.AsyncClient`` (base URL, timeout) and owns its
-    lifetime. Every failure to get a well-formed answer is ``PaymentUnavailableError``
-    (retryable); whether the answer matches the booking is the domain's decision.
+    The composition root builds the ``httpx.AsyncClient`` (base URL, per-phase timeouts) and
+    owns its lifetime. ``deadline_seconds`` bounds the whole exchange: httpx timeouts apply per
+    phase, so a service trickling its body would otherwise exceed PAYMENT_TIMEOUT_SECONDS.
+    Every failure to get a well-formed answer (schemas/payment_answer.json) is
+    ``PaymentUnavailableError`` (retryable); whether it matches the booking is the domain's call.
     """
 
     def __init__(
-        self, client: httpx.AsyncClient, clock: Clock, *, tracer: Tracer | None = None
+        self,
+        client: httpx.AsyncClient,
+        clock: Clock,
+        *,
+        deadline_seconds: float,
+        tracer: Tracer | None = None,
     ) -> None:
         """Use ``client`` for requests and ``clock`` for the wire timestamps.
 
@@ -55,6 +69,7 @@ class HttpPaymentQuery:
         """
         self._client = client
         self._clock = clock
+        self._deadline_seconds = deadline_seconds
         self._tracer = tracer or _tracer
 
     async def query_payment(self, booking_id: str, trace: TraceContext) -> PaymentAnswer:
@@ -85,10 +100,11 @@ class HttpPaymentQuery:
         sent_at = format_instant(self._clock.now())
         headers = {"traceparent": _child_traceparent(trace, span), REQUEST_SENT_HEADER: sent_at}
         try:
-            response = await self._client.get(
-                "/payments/" + quote(booking_id, safe=""), headers=headers
-            )
-        except httpx.TimeoutException as exc:
+            async with asyncio.timeout(self._deadline_seconds):
+                response = await self._client.get(
+                    "/payments/" + quote(booking_id, safe=""), headers=headers
+                )
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise PaymentUnavailableError(reason="TIMEOUT") from exc
         except httpx.DecodingError as exc:
             raise PaymentUnavailableError(reason="MALFORMED") from exc
@@ -96,7 +112,7 @@ class HttpPaymentQuery:
             raise PaymentUnavailableError(reason="CONNECTION") from exc
         received_at = format_instant(self._clock.now())
         span.set_attribute("http.response.status_code", response.status_code)
-        logger.debug(
+        logger.info(
             "payment answer: status %s, sent %s, payment service responded %s, received %s",
             response.status_code,
             sent_at,
@@ -114,25 +130,26 @@ class HttpPaymentQuery:
             raise PaymentUnavailableError(reason="HTTP_STATUS")
         try:
             return _parse_answer(response.json())
-        except ValueError as exc:  # JSON, UTF-8, shape and timestamp errors alike
+        except (ValueError, RecursionError) as exc:  # JSON, UTF-8, shape, status, timestamps
             raise PaymentUnavailableError(reason="MALFORMED") from exc
 
 
 def _parse_answer(doc: Any) -> PaymentAnswer:
     if not isinstance(doc, dict):
         raise _MalformedAnswerError("not an object")
-    for name in (*_STRING_FIELDS, "paidAt"):
-        if name not in doc:
-            raise _MalformedAnswerError(f"missing {name}")
+    if doc.keys() != _FIELDS:  # the contract's closed shape: missing or unknown keys
+        raise _MalformedAnswerError("not the five fields of a payment answer")
     for name in _STRING_FIELDS:
         if not isinstance(doc[name], str):
             raise _MalformedAnswerError(f"{name} is not a string")
     paid_at = doc["paidAt"]
     if paid_at is not None and not isinstance(paid_at, str):
         raise _MalformedAnswerError("paidAt is neither a string nor null")
+    if doc["status"] not in PaymentStatus.__members__:
+        raise _MalformedAnswerError("unknown payment status")
     return PaymentAnswer(
         booking_id=doc["bookingId"],
-        status=doc["status"],
+        status=PaymentStatus(doc["status"]),
         amount=doc["amount"],
         currency=doc["currency"],
         paid_at=None if paid_at is None else parse_instant(paid_at),

@@ -114,7 +114,7 @@ class PaymentAnswer:
     """A well-formed answer of the payment service (shape checked, match not yet checked)."""
 
     booking_id: str
-    status: str
+    status: PaymentStatus
     amount: str
     currency: str
     paid_at: datetime | None

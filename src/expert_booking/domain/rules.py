@@ -89,14 +89,13 @@ def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> 
             ("bookingId", answer.booking_id == booking.booking_id),
             ("amount", answer.amount == price.amount),
             ("currency", answer.currency == price.currency),
-            ("paidAt", answer.status != PaymentStatus.PAID or answer.paid_at is not None),
-            ("status", answer.status in PaymentStatus.__members__),
+            ("paidAt", answer.status is not PaymentStatus.PAID or answer.paid_at is not None),
         )
         if not ok
     ]
     if mismatched:
         raise PaymentMismatchError(bookingId=booking.booking_id, fields=mismatched)
-    status = PaymentStatus(answer.status)
+    status = answer.status
     if status is PaymentStatus.PENDING:
         raise PaymentPendingError(
             bookingId=booking.booking_id,
