@@ -156,9 +156,14 @@ def add_bench_slots(db_path: Path, slots: int) -> None:
 # child processes
 
 
+# The CPUs this process may use before it pins itself to the load generator's CPU: a child
+# may be pinned to any of them even after this process's own affinity was narrowed.
+_USABLE_CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
 def _pin(cpu: int) -> Callable[[], None] | None:
     """A preexec function pinning the child to ``cpu`` (None where that is impossible)."""
-    if not hasattr(os, "sched_setaffinity") or cpu not in os.sched_getaffinity(0):
+    if _USABLE_CPUS is None or cpu not in _USABLE_CPUS:
         return None
 
     def pin() -> None:
@@ -187,6 +192,15 @@ def serve_floor() -> int:
     settings = Settings.from_env().with_overrides(host="127.0.0.1", port=0)
     serve_like_cli(build_floor_app(settings), host=settings.host, port=settings.port)
     return 0
+
+
+def _check_pinned(pid: int) -> None:
+    """Every thread of ``pid`` may run on the server CPU only (else the figures are void)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        allowed = os.sched_getaffinity(int(task.name))
+        if allowed != {SERVER_CPU}:
+            msg = f"server thread {task.name} is not pinned to CPU {SERVER_CPU}: {allowed}"
+            raise RuntimeError(msg)
 
 
 def peak_rss_kib(pid: int) -> int | None:
@@ -812,7 +826,7 @@ def _client(engine: str) -> HttpClient:
 async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
     pin = _pin(SERVER_CPU) is not None and _pin(LOADGEN_CPU) is not None
     if pin:
-        os.sched_setaffinity(0, {LOADGEN_CPU})
+        os.sched_setaffinity(0, {LOADGEN_CPU})  # this thread; threads started later inherit it
     placement = (
         f"servers on CPU {SERVER_CPU}, load generator + payment stub on CPU {LOADGEN_CPU} "
         "(sched_setaffinity, as taskset -c)"
@@ -838,6 +852,8 @@ async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
                 stack.callback(server.stop)
             for server in servers.values():
                 server.wait_ready()
+                if pin:
+                    _check_pinned(server.pid)
             clients: dict[str, HttpClient] = {}
             for name in servers:
                 client = _client(engine)
