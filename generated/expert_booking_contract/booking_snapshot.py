@@ -161,7 +161,7 @@ class BookingSnapshot(BaseModel):
     """
     expiresAt: AwareDatetime
     """
-    When the hold ends (heldAt + 300 seconds by default). A booking still HELD at this instant becomes EXPIRED and its slot is released.
+    When the hold ends: heldAt + the hold lifetime (300 seconds by default, HOLD_TTL_SECONDS), but never later than startsAt (expiresAt = min(heldAt + hold lifetime, startsAt)). A booking still HELD at this instant becomes EXPIRED and its slot is released.
     """
     confirmedAt: AwareDatetime | None
     """

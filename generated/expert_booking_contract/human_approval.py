@@ -44,7 +44,7 @@ class Intent(BaseModel):
 
 class HumanApproval(BaseModel):
     """
-    Proof that a person saw this booking's confirmationIntent and decided. Built by the host after asking the person, never invented by the agent. The server refuses, without querying payment, an approval that is rejected (HUMAN_APPROVAL_REJECTED), older than 120 seconds (plus 5 seconds of tolerated clock skew) or more than 5 seconds in the future (HUMAN_APPROVAL_EXPIRED), whose intentHash is not the hash of its intent (APPROVAL_INTENT_HASH_MISMATCH), or whose intent differs from the booking as it is now (APPROVAL_INTENT_MISMATCH).
+    Proof that a person saw this booking's confirmationIntent and decided. Built by the host after asking the person, never invented by the agent. The server refuses, without querying payment, an approval that is rejected (HUMAN_APPROVAL_REJECTED), no longer fresh (HUMAN_APPROVAL_EXPIRED; an approval is fresh for 120 seconds by default, APPROVAL_TTL_SECONDS, with 5 seconds of clock skew by default, APPROVAL_CLOCK_SKEW_SECONDS, tolerated either way), whose intentHash is not the hash of its intent (APPROVAL_INTENT_HASH_MISMATCH), or whose intent differs from the booking as it is now (APPROVAL_INTENT_MISMATCH).
     """
 
     model_config = ConfigDict(
@@ -60,7 +60,7 @@ class HumanApproval(BaseModel):
     """
     approvedAt: AwareDatetime
     """
-    When the person decided, RFC 3339 UTC, e.g. "2030-09-01T09:30:00.000Z". The confirm call must come within 120 seconds of it (plus 5 seconds of clock skew), and it must not be more than 5 seconds ahead of the server's clock.
+    When the person decided, RFC 3339 UTC, e.g. "2030-09-01T09:30:00.000Z". The approval is fresh for 120 seconds by default (APPROVAL_TTL_SECONDS) with 5 seconds of clock skew by default (APPROVAL_CLOCK_SKEW_SECONDS): the confirm call must come within the lifetime plus the skew after it, and approvedAt must not be further ahead of the server's clock than the skew.
     """
     intent: Intent
     """

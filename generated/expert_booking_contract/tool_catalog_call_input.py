@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 class ToolCatalogCallInput(BaseModel):
     """
-    Call one logical tool (found with tool_catalog.search, schema read with tool_catalog.read). arguments are passed on untransformed and validated strictly against that tool's input schema: no type conversion ("5" is not 5), no defaults filled in, unknown fields rejected, strings kept exactly. A violation returns INVALID_ARGUMENTS with the JSON Pointer of each offending field and runs nothing. Returns the logical tool's own envelope; its side effects, idempotency rules and error codes are those of the called tool. Own errors: INVALID_ARGUMENTS, TOOL_NOT_FOUND, INTERNAL_ERROR.
+    Call one logical tool (found with tool_catalog.search, schema read with tool_catalog.read). arguments are passed on untransformed and validated strictly against that tool's input schema: no type conversion ("5" is not 5, and 3.0 is not the integer 3), no defaults filled in, unknown fields rejected, strings kept exactly and required to be valid Unicode text (no lone surrogates such as "\\ud800"). A violation returns INVALID_ARGUMENTS with the JSON Pointer of each offending field and runs nothing. Returns the logical tool's own envelope; its side effects, idempotency rules and error codes are those of the called tool. Own errors: INVALID_ARGUMENTS, TOOL_NOT_FOUND, INTERNAL_ERROR.
     """
 
     model_config = ConfigDict(

@@ -14,7 +14,7 @@ from types import FrameType
 
 import uvicorn
 
-from expert_booking.settings import Settings, SettingsError
+from expert_booking.settings import Settings, SettingsError, parse_port
 
 PROG = "expert-booking-mcp"
 GRACEFUL_SHUTDOWN_SECONDS = 10
@@ -38,14 +38,12 @@ class _AnnouncingServer(uvicorn.Server):
         print(f"MCP endpoint: http://{host}:{bound[1]}/mcp", file=sys.stderr, flush=True)
 
 
-def _port(raw: str) -> int:
+def _port_argument(raw: str) -> int:
+    """``--port``: the same parser as ``PORT``, with argparse's error type."""
     try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:  # noqa: PLR2004 - the TCP port range
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a TCP port (0-65535)")
-    return value
+        return parse_port(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a TCP port (0-65535)") from exc
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
         "(HOST, PORT, BOOKING_DB_PATH and the variables in .env.example).",
     )
     serve.add_argument("--host", help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=_port, help="TCP port, 0 for a free one (default 3000)")
+    serve.add_argument(
+        "--port", type=_port_argument, help="TCP port, 0 for a free one (default 3000)"
+    )
     serve.add_argument("--db", type=Path, help="SQLite file (default ./expert-booking.db)")
     commands.add_parser(
         "demo", help="run the booking flow against a real server process and a payment stub"
@@ -81,16 +81,23 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 def _serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _exit_cleanly)
     signal.signal(signal.SIGINT, _exit_cleanly)
+    # Imported here, not at the top: the demo needs none of it.
+    from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415
+    from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+    from expert_booking.edge.schemas import SchemaLoadError  # noqa: PLC0415
+    from expert_booking.telemetry import TracingConfigError  # noqa: PLC0415
+
+    # Startup problems are one line on stderr and exit status 2, never a traceback.
     try:
         settings = Settings.from_env().with_overrides(
             host=args.host, port=args.port, db_path=args.db
         )
-        from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415 - demo needs none of it
-        from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
-
         app = build_asgi_app(settings)
-    except SettingsError as exc:
+    except (SettingsError, TracingConfigError) as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except SchemaLoadError as exc:
+        print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
         return 2
     config = uvicorn.Config(
         app,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 import httpx
@@ -18,20 +17,17 @@ from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.services import BookingPolicy, BookingService
 from expert_booking.telemetry import configure_tracing
+from expert_booking.version import package_version
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from litestar import Litestar
     from starlette.types import ASGIApp
 
-    from expert_booking.ports import BookingStore, Clock, Transaction
+    from expert_booking.domain.model import Booking
+    from expert_booking.ports import BookingStore, Clock, SlotQuery, SlotSearchResult, Transaction
     from expert_booking.settings import Settings
-
-
-def package_version() -> str:
-    try:
-        return version("expert-booking-mcp")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.0.0+source"
 
 
 class _StoreOpenedAtStartup:
@@ -44,9 +40,20 @@ class _StoreOpenedAtStartup:
         self._store = store
 
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        return self._opened().transaction()
+
+    async def peek_booking(self, booking_id: str) -> Booking | None:
+        return await self._opened().peek_booking(booking_id)
+
+    async def peek_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> SlotSearchResult:
+        return await self._opened().peek_free_slots(query, now, offset, limit)
+
+    def _opened(self) -> SqliteBookingStore:
         if self._store is None:
             raise RuntimeError("the booking store is used before the app started")
-        return self._store.transaction()
+        return self._store
 
 
 def build_asgi_app(

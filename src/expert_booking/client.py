@@ -15,7 +15,6 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final
 
 import httpx2
@@ -32,6 +31,7 @@ from expert_booking.edge.wire_time import (
     SERVER_RESPONDED_HEADER,
 )
 from expert_booking.ports import Clock
+from expert_booking.version import package_version
 
 __all__ = (
     "ClientSentAtTransport",
@@ -202,13 +202,6 @@ class ExchangeRecorder:
             del self.exchanges[0]
 
 
-def _client_version() -> str:
-    try:
-        return version("expert-booking-mcp")
-    except PackageNotFoundError:
-        return "0.0.0+source"
-
-
 @asynccontextmanager
 async def open_client(
     url: str,
@@ -247,7 +240,7 @@ async def open_client(
             streamable_http_client(url, http_client=http),
             mode="auto",
             cache=None,
-            client_info=mcp_types.Implementation(name=client_name, version=_client_version()),
+            client_info=mcp_types.Implementation(name=client_name, version=package_version()),
         )
         async with client:
             yield client

@@ -90,7 +90,12 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
-def _port(raw: str) -> int:
+def parse_port(raw: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535; for ``PORT`` and ``--port``.
+
+    Raises:
+        ValueError: ``raw`` is not a decimal integer in that range.
+    """
     value = int(raw)
     if not 0 <= value <= 65535:  # noqa: PLR2004 - the TCP port range
         raise ValueError("must be a TCP port (0-65535)")
@@ -119,7 +124,7 @@ def _url(raw: str) -> str:
 
 _VARIABLES: dict[str, tuple[str, Any]] = {
     "HOST": ("host", str),
-    "PORT": ("port", _port),
+    "PORT": ("port", parse_port),
     "BOOKING_DB_PATH": ("db_path", Path),
     "PAYMENT_QUERY_BASE_URL": ("payment_query_base_url", _url),
     "PAYMENT_PAGE_BASE_URL": ("payment_page_base_url", _url),

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -27,7 +28,7 @@ from expert_booking.bootstrap import build_asgi_app
 from expert_booking.client import open_client
 from expert_booking.domain.model import Booking, Customer, format_instant
 from expert_booking.edge.mcp_server import build_mcp_server
-from expert_booking.edge.observability import ACTION_LOGGER, configure_logging
+from expert_booking.edge.observability import ACTION_LOGGER, ROOT_LOGGER, configure_logging
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.ports import TraceContext
 from expert_booking.services import ConfirmBooking, HoldSlot, SearchSlots, SlotPage
@@ -108,16 +109,24 @@ def checked_envelope(
 
 @pytest.fixture
 def action_log() -> Iterator[io.StringIO]:
+    """The server's JSON log lines (action lines and every other record), restored after."""
     stream = io.StringIO()
-    logger = logging.getLogger(ACTION_LOGGER)
-    saved = (logger.level, logger.propagate)
-    handler = configure_logging(stream)
+    loggers = [logging.getLogger(ROOT_LOGGER), logging.getLogger(ACTION_LOGGER)]
+    saved = [(lg, lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+    configure_logging(stream)
     try:
         yield stream
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
+        for logger, level, propagate, handlers in saved:
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+def action_records(log: io.StringIO) -> list[dict[str, Any]]:
+    """The action lines of the log (other records have no ``action``)."""
+    records = [json.loads(line) for line in log.getvalue().splitlines()]
+    return [record for record in records if "action" in record]
 
 
 @pytest.fixture
@@ -132,6 +141,49 @@ async def stack(tmp_path: Path, action_log: io.StringIO) -> AsyncIterator[Stack]
     with anyio.fail_after(20):
         async with inprocess_app(app) as transport, open_client(URL, transport=transport) as client:
             yield Stack(client, clock, payments, action_log)
+
+
+@dataclass
+class RawHttp:
+    """JSON-RPC over plain HTTP: bodies the official client would refuse to encode."""
+
+    http: httpx2.AsyncClient
+    log: io.StringIO
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        sent = "2030-09-01T00:00:00.000Z"
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "clientSentAt": sent,
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "_meta": meta},
+        }
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": tool,
+            "x-mcp-client-sent-at": sent,
+        }
+        # json.dumps escapes a lone surrogate as \\ud800: valid JSON text, invalid Unicode.
+        response = await self.http.post(URL, content=json.dumps(body).encode(), headers=headers)
+        assert response.status_code == 200, response.text
+        envelope: dict[str, Any] = response.json()["result"]["structuredContent"]
+        return envelope
+
+
+@pytest.fixture
+async def raw_http(tmp_path: Path, action_log: io.StringIO) -> AsyncIterator[RawHttp]:
+    app = build_asgi_app(Settings(db_path=tmp_path / "booking.db"), clock=MutableClock())
+    with anyio.fail_after(20):
+        async with inprocess_app(app) as transport, httpx2.AsyncClient(transport=transport) as c:
+            yield RawHttp(c, action_log)
 
 
 async def test_tools_list_is_exactly_three_tools_with_the_schema_files_verbatim(
@@ -166,6 +218,22 @@ async def test_catalog_search_ranks_and_memoises(stack: Stack) -> None:
     assert again["meta"]["cache"] == "HIT"
     assert again["data"] == first["data"]
     assert again["meta"]["traceId"] != first["meta"]["traceId"]  # no requestSpanId: random
+
+
+async def test_a_long_catalog_query_is_answered_but_never_a_memo_hit(stack: Stack) -> None:
+    query = ("please hold a slot for me " * 10)[:201]
+    first = await stack.call("tool_catalog.search", {"query": query, "limit": 2})
+    again = await stack.call("tool_catalog.search", {"query": query, "limit": 2})
+    assert first["data"]["items"][0]["name"] == "booking.hold_slot"
+    assert (first["meta"]["cache"], again["meta"]["cache"]) == ("MISS", "MISS")
+    assert again["data"] == first["data"]
+
+
+async def test_catalog_items_carry_human_titles(stack: Stack) -> None:
+    envelope = await stack.call("tool_catalog.search", {"query": "", "limit": 4})
+    titles = {item["name"]: item["title"] for item in envelope["data"]["items"]}
+    assert titles["booking.hold_slot"] == "Hold a slot for a customer"
+    assert not any(title.endswith(" input") for title in titles.values())
 
 
 async def test_catalog_read_pages_reproduce_the_schema_file(stack: Stack) -> None:
@@ -224,8 +292,7 @@ async def test_the_whole_booking_flow_through_tool_catalog_call(stack: Stack) ->
     _, trace_id, parent_span, _ = payment_request.headers["traceparent"].split("-")
     assert trace_id == uuid.UUID(request_span).hex
     assert parent_span != confirmed["meta"]["spanId"]  # the payment query is a child span
-    records = [json.loads(line) for line in stack.log.getvalue().splitlines()]
-    confirm_records = [r for r in records if r["trace_id"] == trace_id]
+    confirm_records = [r for r in action_records(stack.log) if r["trace_id"] == trace_id]
     assert [r["action"] for r in confirm_records] == [
         "booking.confirm_booking",
         "tool_catalog.call",
@@ -291,6 +358,90 @@ async def test_catalog_tool_input_is_validated_too(stack: Stack) -> None:
     assert envelope["error"]["details"]["violations"][0]["pointer"] == "/requestSpanId"
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "pointers"),
+    [
+        (
+            "booking.hold_slot",
+            {"slotId": "slot-ai-001", "customer": {**CUSTOMER, "name": "Ann \ud800"}},
+            ["/customer/name"],
+        ),
+        (
+            "booking.hold_slot",
+            {"slotId": "slot-ai-001", "customer": {**CUSTOMER, "note": "\udc00\ud800"}},
+            ["/customer/note"],
+        ),
+        (
+            "booking.search_available_slots",
+            {"query": "AI \udfff", "limit": 1},
+            ["/query"],
+        ),
+        (
+            "booking.get_booking",
+            {"bookingId": "b\ud83d"},  # the first half of an emoji, alone
+            ["/bookingId"],
+        ),
+        ("tool_catalog.search", {"query": "hold \ud800", "limit": 2}, ["/query"]),
+        ("tool_catalog.call", {"name": "booking.\ud800", "arguments": {}}, ["/name"]),
+    ],
+    ids=["customer-name", "customer-note", "slot-query", "booking-id", "catalog-query", "name"],
+)
+async def test_text_with_a_lone_surrogate_is_invalid_arguments_not_internal_error(
+    raw_http: RawHttp, tool: str, arguments: dict[str, Any], pointers: list[str]
+) -> None:
+    if tool.startswith("booking."):
+        if tool == "booking.hold_slot":
+            arguments = arguments | {"idempotencyKey": str(uuid.uuid4())}
+        arguments = {"name": tool, "arguments": arguments}
+        tool = "tool_catalog.call"
+    if tool == "tool_catalog.call":
+        arguments = arguments | {"requestSpanId": str(uuid.uuid4())}
+    envelope = await raw_http.call(tool, arguments)
+    assert envelope["ok"] is False
+    assert envelope["error"]["code"] == "INVALID_ARGUMENTS"
+    assert [v["pointer"] for v in envelope["error"]["details"]["violations"]] == pointers
+    raw_http.log.getvalue().encode("utf-8")  # the log stays writable as UTF-8
+
+
+async def test_a_key_with_a_lone_surrogate_is_pointed_at_without_being_echoed(
+    raw_http: RawHttp,
+) -> None:
+    arguments = {
+        "slotId": "slot-ai-001",
+        "customer": {**CUSTOMER, "vip\ud800": True},
+        "idempotencyKey": str(uuid.uuid4()),
+    }
+    call = {"name": "booking.hold_slot", "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
+    envelope = await raw_http.call("tool_catalog.call", call)
+    assert envelope["error"]["code"] == "INVALID_ARGUMENTS"
+    assert {v["pointer"] for v in envelope["error"]["details"]["violations"]} == {
+        "/customer/vip\ufffd"
+    }
+    json.dumps(envelope, ensure_ascii=False).encode("utf-8")  # no surrogate sent back
+
+
+async def test_an_integral_float_is_not_an_integer_anywhere(stack: Stack) -> None:
+    searched = await stack.call("tool_catalog.search", {"query": "hold", "limit": 3.0})
+    read = await stack.call(
+        "tool_catalog.read", {"uri": "tool://booking.hold_slot", "offset": 0.0, "limit": 5}
+    )
+    slots = await stack.logical("booking.search_available_slots", {"query": "", "limit": 1.0})
+    confirmed = await stack.logical(
+        "booking.confirm_booking",
+        {"bookingId": "b", "expectedVersion": 1.0, "idempotencyKey": str(uuid.uuid4())},
+    )
+    outcomes = [
+        (e["error"]["code"], [v["pointer"] for v in e["error"]["details"]["violations"]])
+        for e in (searched, read, slots, confirmed)
+    ]
+    assert outcomes == [
+        ("INVALID_ARGUMENTS", ["/limit"]),
+        ("INVALID_ARGUMENTS", ["/offset"]),
+        ("INVALID_ARGUMENTS", ["/limit"]),
+        ("INVALID_ARGUMENTS", ["/expectedVersion"]),
+    ]
+
+
 async def test_unknown_logical_tool_and_uri_are_tool_not_found(stack: Stack) -> None:
     envelope = await stack.logical("booking.cancel_booking", {"bookingId": "b"})
     assert envelope["error"]["code"] == "TOOL_NOT_FOUND"
@@ -299,6 +450,24 @@ async def test_unknown_logical_tool_and_uri_are_tool_not_found(stack: Stack) -> 
         "tool_catalog.read", {"uri": "tool://booking.cancel", "offset": 0, "limit": 5}
     )
     assert envelope["error"]["code"] == "TOOL_NOT_FOUND"
+
+
+@pytest.mark.parametrize(
+    ("name", "details"),
+    [
+        ("booking.cancel_booking", {"name": "booking.cancel_booking"}),
+        ("Booking.Cancel", {}),
+        ("<script>alert(1)</script>", {}),
+        ("booking." + "x" * 5000 + "!", {}),
+    ],
+    ids=["tool-shaped", "capitals", "markup", "long"],
+)
+async def test_tool_not_found_echoes_the_name_only_when_it_looks_like_a_tool_name(
+    stack: Stack, name: str, details: dict[str, str]
+) -> None:
+    envelope = await stack.logical(name, {})
+    assert envelope["error"]["code"] == "TOOL_NOT_FOUND"
+    assert envelope["error"]["details"] == details
 
 
 async def test_a_cursor_of_another_query_is_invalid_cursor(stack: Stack) -> None:
@@ -339,7 +508,7 @@ class ExplodingService:
 
 
 async def test_an_unexpected_exception_becomes_internal_error_without_details(
-    action_log: io.StringIO, caplog: pytest.LogCaptureFixture
+    action_log: io.StringIO,
 ) -> None:
     server = build_mcp_server(
         service=ExplodingService(), clock=MutableClock(), registry=REGISTRY, version="test"
@@ -350,9 +519,8 @@ async def test_an_unexpected_exception_becomes_internal_error_without_details(
         "arguments": {"slotId": "s", "customer": CUSTOMER, "idempotencyKey": str(uuid.uuid4())},
         "requestSpanId": str(uuid.uuid4()),
     }
-    with caplog.at_level(logging.ERROR, logger="expert_booking.edge"):
-        async with Client(server, cache=None) as client:
-            result = await client.call_tool("tool_catalog.call", arguments, meta=meta)
+    async with Client(server, cache=None) as client:
+        result = await client.call_tool("tool_catalog.call", arguments, meta=meta)
     envelope = checked_envelope(result, "tool_catalog.call", arguments)
     assert envelope["error"] == {
         "code": "INTERNAL_ERROR",
@@ -364,9 +532,12 @@ async def test_an_unexpected_exception_becomes_internal_error_without_details(
     text = result.content[0].text  # type: ignore[union-attr]
     for leak in ("sqlite3", "/srv/secret", "Traceback", "RuntimeError"):
         assert leak not in text
-    assert "RuntimeError" in caplog.text  # the traceback is in the server log only
-    records = [json.loads(line) for line in action_log.getvalue().splitlines()]
-    assert [(r["action"], r["errorCode"]) for r in records] == [
+    error, *actions = [json.loads(line) for line in action_log.getvalue().splitlines()]
+    # The traceback is in the server log only: one JSON line, tied to the caller's operationId.
+    assert error["operation_id"] == envelope["meta"]["operationId"]
+    assert error["exc_type"] == "RuntimeError"
+    assert "/srv/secret" in error["traceback"]
+    assert [(r["action"], r["errorCode"]) for r in actions] == [
         ("booking.hold_slot", "INTERNAL_ERROR"),
         ("tool_catalog.call", "INTERNAL_ERROR"),
     ]

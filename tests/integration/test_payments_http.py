@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from expert_booking.adapters.payments_http import HttpPaymentQuery
 from expert_booking.domain.errors import BookingError
-from expert_booking.domain.model import PaymentAnswer
+from expert_booking.domain.model import PaymentAnswer, PaymentStatus
 from expert_booking.ports import TraceContext
 from tests.fakes import TRACE, MutableClock
 
@@ -65,7 +65,7 @@ async def test_a_paid_answer_is_returned_with_paid_at_parsed(
     _route(router).respond(200, json=PAID_BODY)
     assert await payments.query_payment(BOOKING_ID, TRACE) == PaymentAnswer(
         booking_id=BOOKING_ID,
-        status="PAID",
+        status=PaymentStatus.PAID,
         amount="500.00",
         currency="CNY",
         paid_at=datetime(2030, 9, 1, 0, 0, 30, tzinfo=UTC),

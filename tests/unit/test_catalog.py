@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 
 from expert_booking.domain.errors import InvalidCursorError, ToolNotFoundError
-from expert_booking.edge.catalog import LOGICAL_TOOLS, SUMMARY_LIMIT, ToolCatalog, tokenize
+from expert_booking.edge import catalog as catalog_module
+from expert_booking.edge.catalog import (
+    LOGICAL_TOOLS,
+    MEMO_QUERY_LIMIT,
+    SUMMARY_LIMIT,
+    TITLES,
+    ToolCatalog,
+    tokenize,
+)
 from expert_booking.edge.schemas import SchemaLoadError, SchemaRegistry
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -184,15 +192,26 @@ def test_a_query_matching_nothing_returns_no_items(catalog: ToolCatalog) -> None
     assert result.data == {"items": [], "total": 0, "nextCursor": None}
 
 
-def test_items_carry_name_title_uri_and_a_short_leading_summary(catalog: ToolCatalog) -> None:
+def test_items_carry_name_human_title_uri_and_a_short_leading_summary(
+    catalog: ToolCatalog,
+) -> None:
     items = catalog.search("", 4, None).data["items"]
     for item in items:
         schema = REGISTRY[item["name"].replace(".", "_") + "_input"].schema
         assert set(item) == {"name", "title", "uri", "summary"}
         assert item["uri"] == "tool://" + item["name"]
-        assert item["title"] == schema["title"]
+        assert item["title"] == TITLES[item["name"]]
+        assert item["title"] != schema["title"]  # not "booking.hold_slot input"
         assert 0 < len(item["summary"]) <= SUMMARY_LIMIT
         assert schema["description"].startswith(item["summary"].removesuffix("…"))
+
+
+@pytest.mark.parametrize("name", LOGICAL_TOOLS)
+def test_a_tool_is_found_by_its_title_alone(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for field in catalog_module.FIELD_WEIGHTS:
+        if field != "title":
+            monkeypatch.setitem(catalog_module.FIELD_WEIGHTS, field, 0.0)
+    assert ToolCatalog(REGISTRY).rank(TITLES[name])[0] == name
 
 
 def test_cursor_pages_through_ranked_results(catalog: ToolCatalog) -> None:
@@ -225,6 +244,18 @@ def test_repeated_catalog_results_are_memo_hits(catalog: ToolCatalog) -> None:
     assert catalog.search("hold", 2, None).cache_hit is True
     assert catalog.read("tool://booking.hold_slot", 0, 10).cache_hit is False
     assert catalog.read("tool://booking.hold_slot", 0, 10).cache_hit is True
+
+
+def test_a_long_query_is_answered_but_not_memoised(catalog: ToolCatalog) -> None:
+    query = ("hold a slot for me " * 20)[: MEMO_QUERY_LIMIT + 1]
+    first = catalog.search(query, 2, None)
+    second = catalog.search(query, 2, None)
+    assert (first.cache_hit, second.cache_hit) == (False, False)
+    assert first.data == second.data
+    assert first.data["items"][0]["name"] == HOLD
+    at_limit = query[:MEMO_QUERY_LIMIT]
+    catalog.search(at_limit, 2, None)
+    assert catalog.search(at_limit, 2, None).cache_hit is True
 
 
 def test_the_memo_stays_bounded() -> None:
@@ -298,6 +329,18 @@ def test_reading_an_unknown_uri_is_tool_not_found(catalog: ToolCatalog) -> None:
     with pytest.raises(ToolNotFoundError) as excinfo:
         catalog.read("tool://booking.cancel_booking", 0, 10)
     assert excinfo.value.code == "TOOL_NOT_FOUND"
+
+
+@pytest.mark.parametrize("uri", ["tool://booking.\ud800", "TOOL://Booking.Cancel", "x" * 300])
+def test_an_unknown_uri_is_not_echoed_unless_it_has_a_tool_uri_shape(
+    catalog: ToolCatalog, uri: str
+) -> None:
+    with pytest.raises(ToolNotFoundError) as excinfo:
+        catalog.read(uri, 0, 10)
+    assert excinfo.value.details == {}
+    with pytest.raises(ToolNotFoundError) as excinfo:
+        catalog.read("tool://booking.cancel_booking", 0, 10)
+    assert excinfo.value.details == {"uri": "tool://booking.cancel_booking"}
 
 
 def test_tokenizer_folds_umlauts_both_ways_and_splits_identifiers() -> None:

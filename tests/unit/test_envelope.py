@@ -27,6 +27,11 @@ from expert_booking.domain.model import (
 from expert_booking.edge import wire
 from expert_booking.edge.envelope import build_meta, failure, guarded, success, to_call_result
 from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.edge.wire_time import (
+    CLIENT_SENT_META,
+    SERVER_RECEIVED_META,
+    SERVER_RESULT_CREATED_META,
+)
 from expert_booking.services import SlotPage
 from tests.fakes import SLOT_AI_001_STARTS_AT, T0, make_booking
 
@@ -49,6 +54,11 @@ def assert_valid(stem: str, instance: Any) -> None:
     validator = REGISTRY[stem].validator
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
     assert errors == [], errors
+
+
+def test_meta_uses_the_wire_time_key_names() -> None:
+    assert {CLIENT_SENT_META, SERVER_RECEIVED_META, SERVER_RESULT_CREATED_META} <= set(META)
+    assert META[SERVER_RESULT_CREATED_META] == "2030-09-01T00:00:00.002Z"
 
 
 def test_success_envelope_matches_the_contract() -> None:
@@ -212,7 +222,7 @@ def test_confirm_command_parses_the_approval_and_keeps_the_intent_strings() -> N
     intent = wire.render_intent(booking.intent)
     args = {
         "bookingId": booking.booking_id,
-        "expectedVersion": 1.0,
+        "expectedVersion": 1,
         "idempotencyKey": KEY,
         "humanApproval": {
             "approvalId": KEY,

@@ -8,6 +8,7 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from opentelemetry import trace
@@ -16,8 +17,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from expert_booking.domain.errors import BookingError
+from expert_booking.edge import wire
+from expert_booking.edge.envelope import build_meta, failure, guarded
 from expert_booking.edge.observability import (
     ACTION_LOGGER,
+    ROOT_LOGGER,
     ActionObserver,
     caller_of,
     configure_logging,
@@ -28,6 +33,7 @@ from tests.fakes import MutableClock
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
+RFC3339_MS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 LOG_KEYS = {
     "source",
     "timestamp",
@@ -44,18 +50,26 @@ LOG_KEYS = {
 }
 
 
+@contextmanager
+def logging_restored() -> Iterator[None]:
+    """Undo ``configure_logging``: its handlers, levels and propagation."""
+    loggers = [logging.getLogger(ROOT_LOGGER), logging.getLogger(ACTION_LOGGER)]
+    saved = [(lg, lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+    try:
+        yield
+    finally:
+        for logger, level, propagate, handlers in saved:
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
     stream = io.StringIO()
-    logger = logging.getLogger(ACTION_LOGGER)
-    saved = (logger.level, logger.propagate)
-    handler = configure_logging(stream)
-    try:
+    with logging_restored():
+        configure_logging(stream)
         yield stream
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
 
 
 def lines(stream: io.StringIO) -> list[dict[str, object]]:
@@ -114,6 +128,99 @@ def test_a_successful_action_logs_its_cache_status(log_stream: io.StringIO) -> N
     assert record["parent_span_id"] is None
 
 
+@pytest.mark.anyio
+async def test_an_unexpected_error_is_one_json_log_line_with_operation_id_and_traceback(
+    log_stream: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def explode() -> None:
+        raise RuntimeError("SELECT secret FROM /var/lib/booking.db")
+
+    mapped = await guarded(explode, operation_id="op-42")
+    assert isinstance(mapped, BookingError)
+    meta = build_meta(
+        trace_id="1" * 32,
+        span_id="2" * 16,
+        operation_id="op-42",
+        client_sent_at="2030-09-01T00:00:00.000Z",
+        server_received_at="2030-09-01T00:00:00.001Z",
+        server_result_created_at="2030-09-01T00:00:00.002Z",
+        cache="BYPASS",
+    )
+    response = json.dumps(failure(mapped, meta, wire.render_booking))
+    (record,) = lines(log_stream)  # exactly one line, the traceback escaped inside it
+    assert record["source"] == "expert-booking-mcp"
+    assert RFC3339_MS_UTC.match(str(record["timestamp"]))
+    assert (record["level"], record["logger"]) == ("ERROR", "expert_booking.edge")
+    assert record["operation_id"] == "op-42"
+    assert record["exc_type"] == "RuntimeError"
+    assert str(record["traceback"]).startswith("Traceback (most recent call last):")
+    assert "RuntimeError: SELECT secret" in str(record["traceback"])
+    assert mapped.code == "INTERNAL_ERROR"
+    for leak in ("Traceback", "RuntimeError", "secret", "/var/lib"):
+        assert leak not in response
+    assert capsys.readouterr().err == ""  # nothing reached Python's last-resort handler
+
+
+class Collected(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_every_expert_booking_record_is_a_json_line_and_action_lines_are_written_once(
+    log_stream: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at_root = Collected()
+    logging.getLogger().addHandler(at_root)
+    try:
+        log_each_kind_of_record()
+    finally:
+        logging.getLogger().removeHandler(at_root)
+    warning, payment, store, action = lines(log_stream)
+    assert warning == {
+        "source": "expert-booking-mcp",
+        "timestamp": warning["timestamp"],
+        "level": "WARNING",
+        "logger": "expert_booking.services",
+        "message": "reconciliation needed: b-1",
+    }
+    assert RFC3339_MS_UTC.match(str(warning["timestamp"]))
+    assert (payment["level"], payment["trace_id"]) == ("INFO", "3" * 32)
+    assert "booking_id" not in payment  # only the allow-listed context fields
+    assert store["message"] == "bad text \ud800"  # escaped in the line, not lost
+    log_stream.getvalue().encode("utf-8")  # every line is writable as UTF-8
+    assert set(action) == LOG_KEYS
+    assert action["action"] == "tool_catalog.search"
+    assert capsys.readouterr().err == ""
+    assert at_root.records == []  # nothing propagates to the root logger
+
+
+def log_each_kind_of_record() -> None:
+    logging.getLogger("expert_booking.services").warning("reconciliation needed: %s", "b-1")
+    logging.getLogger("expert_booking.payments").info(
+        "payment answer: status %s", 200, extra={"trace_id": "3" * 32, "booking_id": "b-1"}
+    )
+    logging.getLogger("expert_booking.store").error("bad text \ud800")
+    logging.getLogger("expert_booking.store").debug("below INFO: not written")
+    with ActionObserver(MutableClock()).action(
+        "tool_catalog.search", trace_id="1" * 32, caller="a"
+    ):
+        pass
+
+
+def test_configuring_logging_again_replaces_the_handler() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    with logging_restored():
+        configure_logging(first)
+        configure_logging(second)
+        logging.getLogger("expert_booking.edge").warning("once")
+    assert first.getvalue() == ""
+    assert [json.loads(line)["message"] for line in second.getvalue().splitlines()] == ["once"]
+
+
 def test_spans_share_the_derived_trace_and_nest_the_logical_action() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -153,6 +260,11 @@ def test_caller_is_the_client_label_or_unknown() -> None:
     assert caller_of(None) == "unknown"
     long_name = {"io.modelcontextprotocol/clientInfo": {"name": "n" * 500, "version": "1"}}
     assert len(caller_of(long_name)) == 120
+
+
+def test_a_caller_label_with_a_lone_surrogate_is_logged_as_unicode_text() -> None:
+    label = caller_of({"io.modelcontextprotocol/clientInfo": {"name": "bot\ud800", "version": "1"}})
+    assert label == "bot\ufffd/1"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from expert_booking.settings import Settings, SettingsError
+from expert_booking.settings import Settings, SettingsError, parse_port
 
 
 def test_defaults_match_the_contract_table() -> None:
@@ -115,3 +115,14 @@ def test_cli_overrides_win_and_none_means_not_given() -> None:
     assert overridden.host == "127.0.0.1"
     assert overridden.db_path == Path("other.db")
     assert base.port == 4000
+
+
+@pytest.mark.parametrize(("raw", "port"), [("0", 0), ("3000", 3000), ("65535", 65535)])
+def test_parse_port_accepts_the_tcp_port_range(raw: str, port: int) -> None:
+    assert parse_port(raw) == port
+
+
+@pytest.mark.parametrize("raw", ["-1", "65536", "http", "3000.0"])
+def test_the_port_parser_refuses_anything_else(raw: str) -> None:
+    with pytest.raises(SettingsError):
+        Settings.from_env({"PORT": raw})

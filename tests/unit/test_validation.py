@@ -8,13 +8,20 @@ from typing import Any
 import pytest
 
 from expert_booking.edge.schemas import SchemaRegistry
-from expert_booking.edge.validation import ecma_regex, json_pointer, validate_arguments
+from expert_booking.edge.validation import (
+    LONE_SURROGATE_MESSAGE,
+    ecma_regex,
+    json_pointer,
+    validate_arguments,
+)
 
 REGISTRY = SchemaRegistry.load()
 HOLD = REGISTRY["booking_hold_slot_input"].validator
 CONFIRM = REGISTRY["booking_confirm_booking_input"].validator
 SEARCH = REGISTRY["booking_search_available_slots_input"].validator
 CALL = REGISTRY["tool_catalog_call_input"].validator
+CATALOG_SEARCH = REGISTRY["tool_catalog_search_input"].validator
+CATALOG_READ = REGISTRY["tool_catalog_read_input"].validator
 
 KEY = "0b6f3c1e-3f7e-4d52-9a66-6f3f0c7b9a10"
 
@@ -86,6 +93,69 @@ def test_an_integer_field_refuses_strings_booleans_fractions_and_null(limit: Any
     violations = validate_arguments(SEARCH, {"query": "", "limit": limit})
     assert pointers(violations) == ["/limit"]
     assert violations[0]["message"].startswith("must be an integer")
+
+
+@pytest.mark.parametrize("number", [3.0, 1e1, 20.0])
+def test_an_integral_float_is_not_an_integer(number: float) -> None:
+    assert pointers(validate_arguments(SEARCH, {"query": "", "limit": number})) == ["/limit"]
+    assert pointers(validate_arguments(CATALOG_SEARCH, {"query": "", "limit": number})) == [
+        "/limit"
+    ]
+    read = {"uri": "tool://booking.hold_slot", "offset": number, "limit": 5}
+    assert pointers(validate_arguments(CATALOG_READ, read)) == ["/offset"]
+
+
+def test_expected_version_and_intent_version_must_be_json_integers() -> None:
+    bad = approval()
+    bad["intent"] = {**bad["intent"], "version": 1.0}
+    args = {"bookingId": "b", "expectedVersion": 1.0, "idempotencyKey": KEY, "humanApproval": bad}
+    assert pointers(validate_arguments(CONFIRM, args)) == [
+        "/expectedVersion",
+        "/humanApproval/intent/version",
+    ]
+    good = {**args, "expectedVersion": 1, "humanApproval": approval()}
+    assert validate_arguments(CONFIRM, good) == []
+
+
+def test_a_lone_surrogate_in_any_string_is_reported_at_its_pointer() -> None:
+    args = hold_args(
+        slotId="slot-\ud800",
+        customer={"name": "Zoë \udfff", "email": "a@b", "note": "fine 😀 预约"},
+    )
+    violations = validate_arguments(HOLD, args)
+    assert pointers(violations) == ["/customer/name", "/slotId"]
+    assert {v["message"] for v in violations} == {LONE_SURROGATE_MESSAGE}
+
+
+def test_a_lone_surrogate_in_an_object_key_is_reported_without_echoing_it() -> None:
+    args = hold_args()
+    args["customer"] = {**args["customer"], "x\udc00": "y"}
+    violations = validate_arguments(HOLD, args)
+    assert set(pointers(violations)) == {"/customer/x\ufffd"}
+    for violation in violations:
+        violation["pointer"].encode("utf-8")  # valid Unicode text: no surrogate sent back
+
+
+def test_catalog_tool_inputs_are_checked_for_lone_surrogates_too() -> None:
+    assert pointers(validate_arguments(CATALOG_SEARCH, {"query": "\ud800", "limit": 1})) == [
+        "/query"
+    ]
+    call = {"name": "booking.\ud800", "arguments": {}, "requestSpanId": KEY}
+    assert pointers(validate_arguments(CALL, call)) == ["/name"]
+
+
+def test_an_opaque_member_is_left_to_its_own_schema() -> None:
+    call = {"name": "booking.hold_slot", "arguments": {"slotId": "\ud800"}, "requestSpanId": KEY}
+    assert pointers(validate_arguments(CALL, call)) == ["/arguments/slotId"]
+    assert validate_arguments(CALL, call, opaque=("arguments",)) == []
+
+
+def test_deeply_nested_text_is_checked_without_recursion() -> None:
+    deep: object = "\ud800"
+    for _ in range(5000):
+        deep = [deep]
+    call = {"name": "booking.hold_slot", "arguments": {"a": deep}, "requestSpanId": KEY}
+    assert pointers(validate_arguments(CALL, call)) == ["/arguments/a" + "/0" * 5000]
 
 
 def test_format_checks_fire_for_uuid_and_date_time() -> None:

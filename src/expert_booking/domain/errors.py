@@ -65,7 +65,8 @@ ERROR_CATALOG: dict[str, ErrorSpec] = {
     "PAYMENT_PENDING": ErrorSpec(
         retryable=True,
         recovery="Payment has not completed; ask the user to finish paying at paymentPageUrl, "
-        "then retry the same confirmation before expiresAt.",
+        "then retry the same confirmation while the approval is still fresh and before "
+        "expiresAt (otherwise ask the person to approve again).",
     ),
     "PAYMENT_FAILED": ErrorSpec(
         retryable=False,

@@ -22,6 +22,17 @@ LOGICAL_TOOLS = (
 )
 URI_PREFIX = "tool://"
 SUMMARY_LIMIT = 200
+MEMO_QUERY_LIMIT = 200
+"""Longer search queries are answered but not memoised (only the body limit bounds a query)."""
+_ECHOABLE_URI = re.compile(r"tool://[a-z_]+\.[a-z_]+")
+
+# The human title of each logical tool as tool_catalog.search lists it (and indexes it).
+TITLES: Mapping[str, str] = {
+    "booking.search_available_slots": "Search available expert slots",
+    "booking.hold_slot": "Hold a slot for a customer",
+    "booking.confirm_booking": "Confirm a held booking after approval and payment",
+    "booking.get_booking": "Get the current state of a booking",
+}
 
 # Words an agent or a user types for each tool, in English, Chinese and German: first the intent
 # (verbs and the nouns that name the action), then the topic (objects several tools share).
@@ -245,7 +256,11 @@ class CatalogResult:
 
 
 class ToolCatalog:
-    """Search and read over the fixed logical tools; results never change, so they are memoised."""
+    """Search and read over the fixed logical tools; results never change, so they are memoised.
+
+    The memo is bounded by ``memo_size`` entries, and a search query longer than
+    ``MEMO_QUERY_LIMIT`` characters is never kept, so one entry stays small.
+    """
 
     def __init__(self, registry: SchemaRegistry, *, memo_size: int = 1024) -> None:
         self.entries = {name: _entry(name, registry[input_stem(name)]) for name in LOGICAL_TOOLS}
@@ -270,6 +285,8 @@ class ToolCatalog:
         """
         binding = query_binding({"tool": "tool_catalog.search", "query": query})
         offset = decode_cursor(cursor, binding) if cursor is not None else 0
+        if len(query) > MEMO_QUERY_LIMIT:  # answered, but not kept: the memo holds short keys
+            return CatalogResult(self._page(query, limit, offset, binding), cache_hit=False)
         return self._memoised(
             ("search", query, limit, offset), lambda: self._page(query, limit, offset, binding)
         )
@@ -282,7 +299,9 @@ class ToolCatalog:
         """
         entry = self._by_uri.get(uri)
         if entry is None:
-            raise ToolNotFoundError(uri=uri)
+            if _ECHOABLE_URI.fullmatch(uri):  # the schema's pattern; never echo other input
+                raise ToolNotFoundError(uri=uri)
+            raise ToolNotFoundError
         return self._memoised(
             ("read", uri, offset, limit), lambda: _read_page(entry, offset, limit)
         )
@@ -315,7 +334,7 @@ def input_stem(name: str) -> str:
 def _entry(name: str, document: SchemaDocument) -> CatalogEntry:
     return CatalogEntry(
         name=name,
-        title=str(document.schema.get("title", name)),
+        title=TITLES[name],
         uri=URI_PREFIX + name,
         summary=summarize(str(document.schema.get("description", ""))),
         document=document,
@@ -340,7 +359,7 @@ def _fields(entry: CatalogEntry) -> dict[str, list[str]]:
     _, _, local = entry.name.partition(".")
     return {
         "name": tokenize(local, index=True),
-        "title": tokenize(entry.title.removeprefix(entry.name), index=True),
+        "title": tokenize(entry.title, index=True),
         "description": tokenize(str(entry.document.schema.get("description", "")), index=True),
         "params": tokenize(" ".join(_property_names(entry.document.schema)), index=True),
         "intent": keyword_terms(KEYWORDS[entry.name][0]),

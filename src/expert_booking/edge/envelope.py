@@ -11,6 +11,11 @@ import mcp_types as types
 
 from expert_booking.domain.errors import BookingError, InternalError
 from expert_booking.domain.model import Booking
+from expert_booking.edge.wire_time import (
+    CLIENT_SENT_META,
+    SERVER_RECEIVED_META,
+    SERVER_RESULT_CREATED_META,
+)
 
 logger = logging.getLogger("expert_booking.edge")
 
@@ -33,9 +38,9 @@ def build_meta(
         "traceId": trace_id,
         "spanId": span_id,
         "operationId": operation_id,
-        "clientSentAt": client_sent_at,
-        "serverReceivedAt": server_received_at,
-        "serverResultCreatedAt": server_result_created_at,
+        CLIENT_SENT_META: client_sent_at,
+        SERVER_RECEIVED_META: server_received_at,
+        SERVER_RESULT_CREATED_META: server_result_created_at,
         "cache": cache,
     }
 
@@ -74,14 +79,20 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
 
     A ``BookingError`` is returned as it is (its code is the contract). Anything else is logged
     here with its traceback and becomes ``INTERNAL_ERROR`` carrying only the operation id, so
-    no stack trace, path, SQL or exception text ever reaches a caller.
+    no stack trace, path, SQL or exception text ever reaches a caller. The log record carries
+    ``operation_id`` as a field (see ``observability.configure_logging``), which ties the
+    caller's error to the traceback in the log.
     """
     try:
         return await run()
     except BookingError as error:
         return error
     except Exception:  # the single broad except of the edge (house style 3.4)
-        logger.exception("unexpected error; operation_id=%s", operation_id)
+        logger.exception(
+            "unexpected error; operation_id=%s",
+            operation_id,
+            extra={"operation_id": operation_id},
+        )
         return InternalError(operationId=operation_id)
 
 

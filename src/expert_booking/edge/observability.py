@@ -1,4 +1,8 @@
-"""Per-action tracing and one JSON log line per action (CONTRACT section 5); no customer data."""
+"""Per-action tracing and JSON-lines logging (CONTRACT section 5); no customer data.
+
+Every record of the ``expert_booking`` loggers is one JSON object per line: the action lines
+(already JSON, written as they are) and everything else (warnings, errors with tracebacks).
+"""
 
 from __future__ import annotations
 
@@ -12,16 +16,21 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
 
 from expert_booking.domain.model import format_instant
+from expert_booking.edge.validation import has_lone_surrogate, unicode_text
 from expert_booking.ports import Clock, TraceContext
 
 SOURCE = "expert-booking-mcp"
+ROOT_LOGGER = "expert_booking"
 ACTION_LOGGER = "expert_booking.actions"
+# ``extra`` fields a log record may carry into its JSON line (an allow-list: no customer data).
+LOG_CONTEXT_FIELDS = ("operation_id", "trace_id", "span_id")
 UNKNOWN_CALLER = "unknown"
 _CALLER_LIMIT = 120
 _ZERO_TRACE = "0" * 32
@@ -165,20 +174,68 @@ def caller_of(meta: Mapping[str, Any] | None) -> str:
         return UNKNOWN_CALLER
     version = info.get("version")
     label = f"{info['name']}/{version}" if isinstance(version, str) else info["name"]
-    return label[:_CALLER_LIMIT]
+    return unicode_text(label[:_CALLER_LIMIT])  # logged as UTF-8: no lone surrogates
+
+
+class JsonLinesFormatter(logging.Formatter):
+    """One JSON object per record; an action line (already a JSON object) passes unchanged.
+
+    Other records become ``{source, timestamp, level, logger, message}`` plus, for an
+    exception, ``exc_type`` and ``traceback`` (the formatted traceback as one string field:
+    the log is the only place a trace may appear) and the ``LOG_CONTEXT_FIELDS`` a caller
+    passed in ``extra``.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == ACTION_LOGGER:
+            return record.getMessage()
+        entry: dict[str, Any] = {
+            "source": SOURCE,
+            "timestamp": format_instant(datetime.fromtimestamp(record.created, UTC)),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in LOG_CONTEXT_FIELDS:
+            value = record.__dict__.get(name)
+            if value is not None:
+                entry[name] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            entry["exc_type"] = record.exc_info[0].__name__
+            entry["traceback"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str)
+        if has_lone_surrogate(line):
+            # A lone surrogate (from a caller's bad text) cannot be written as UTF-8: escape it.
+            line = json.dumps(entry, separators=(",", ":"), default=str)
+        return line
+
+
+class _JsonLinesHandler(logging.StreamHandler[TextIO]):
+    """The stream handler ``configure_logging`` installs (recognised to be replaced)."""
 
 
 def configure_logging(stream: TextIO = sys.stderr) -> logging.Handler:
-    """Send action lines, one JSON object each, to ``stream`` (the CLI passes stderr).
+    """Write every ``expert_booking`` log record at INFO and above to ``stream`` as JSON lines.
+
+    One handler on the ``expert_booking`` logger (``propagate=False``, so nothing also reaches
+    the root logger or Python's last-resort handler) formats with ``JsonLinesFormatter``. The
+    action lines of ``expert_booking.actions`` reach it by propagation and are written once,
+    exactly as ``ActionObserver`` made them. Calling this again replaces the earlier handler.
 
     Returns:
         The installed handler, so a caller (or a test) can remove it again.
     """
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(message)s"))  # the message is the JSON line
-    action_logger.addHandler(handler)
-    action_logger.setLevel(logging.INFO)
-    action_logger.propagate = False
+    root = logging.getLogger(ROOT_LOGGER)
+    for old in [h for h in root.handlers if isinstance(h, _JsonLinesHandler)]:
+        root.removeHandler(old)
+    handler = _JsonLinesHandler(stream)
+    handler.setFormatter(JsonLinesFormatter())
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    action_logger.propagate = True  # to the handler above: one line per action, not two
     return handler
 
 

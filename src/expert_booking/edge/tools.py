@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,6 +22,8 @@ CATALOG_SEARCH = "tool_catalog.search"
 CATALOG_READ = "tool_catalog.read"
 CATALOG_CALL = "tool_catalog.call"
 MCP_TOOLS = (CATALOG_SEARCH, CATALOG_READ, CATALOG_CALL)
+# Only a name of this shape is echoed back in TOOL_NOT_FOUND details.
+_ECHOABLE_NAME = re.compile(r"[a-z_]+\.[a-z_]+")
 
 
 class BookingUseCases(Protocol):
@@ -104,9 +107,9 @@ class ToolDispatcher:
     async def _catalog_tool(self, tool: str, args: Mapping[str, Any]) -> ToolOutput:
         _check(self.inputs[tool], args)
         if tool == CATALOG_SEARCH:
-            found = self._catalog.search(args["query"], int(args["limit"]), args.get("cursor"))
+            found = self._catalog.search(args["query"], args["limit"], args.get("cursor"))
         else:
-            found = self._catalog.read(args["uri"], int(args["offset"]), int(args["limit"]))
+            found = self._catalog.read(args["uri"], args["offset"], args["limit"])
         return ToolOutput(found.data, "HIT" if found.cache_hit else "MISS")
 
     async def _call(self, args: Mapping[str, Any], action: Action) -> Outcome:
@@ -125,10 +128,14 @@ class ToolDispatcher:
         return Outcome(child, result)
 
     async def _resolve(self, args: Mapping[str, Any]) -> LogicalTool:
-        _check(self.inputs[CATALOG_CALL], args)
-        tool = self.logical.get(args["name"])
+        # ``arguments`` is checked against the logical tool's own schema, pointers relative to it.
+        _check(self.inputs[CATALOG_CALL], args, opaque=("arguments",))
+        name = args["name"]
+        tool = self.logical.get(name)
         if tool is None:
-            raise ToolNotFoundError(name=args["name"])
+            if _ECHOABLE_NAME.fullmatch(name):  # echoed only when shaped like a tool name
+                raise ToolNotFoundError(name=name)
+            raise ToolNotFoundError
         return tool
 
     async def _search_slots(self, args: Mapping[str, Any], _action: Action) -> ToolOutput:
@@ -154,8 +161,8 @@ async def _run_logical(tool: LogicalTool, arguments: Any, action: Action) -> Too
     return await tool.handler(arguments, action)
 
 
-def _check(document: SchemaDocument, instance: Any) -> None:
-    violations = validate_arguments(document.validator, instance)
+def _check(document: SchemaDocument, instance: Any, *, opaque: tuple[str, ...] = ()) -> None:
+    violations = validate_arguments(document.validator, instance, opaque=opaque)
     if violations:
         raise InvalidArgumentsError(violations=violations)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -24,11 +24,17 @@ _TYPE_NAMES = {
     "object": "an object",
     "array": "an array",
     "string": "a string",
-    "integer": "an integer (JSON number without fraction, not a string or boolean)",
+    "integer": "an integer (a JSON number written without fraction or exponent, such as 3; "
+    "not 3.0, a string or a boolean)",
     "number": "a number (not a string or boolean)",
     "boolean": "a boolean",
     "null": "null",
 }
+LONE_SURROGATE_MESSAGE = "must be valid Unicode text (no lone surrogates)."
+
+# A UTF-16 surrogate code point on its own: the JSON escape \ud800 decodes to one, but it is
+# not Unicode text (UTF-8 cannot encode it; SQLite binding and ``str.encode`` fail on it).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # ECMA-262 \s (JSON Schema patterns are ECMA-262 regexes); Python's \s differs (\x1c-\x1f, \x85).
@@ -81,10 +87,21 @@ def _pattern(validator: Validator, pattern: str, instance: Any, _schema: Any) ->
         yield ValidationError(f"does not match {pattern!r}")
 
 
+def _is_integer(_checker: Any, instance: Any) -> bool:
+    """A real JSON integer only: Python ``int``, not ``bool`` and not a float such as ``1.0``.
+
+    JSON Schema counts ``1.0`` as an integer; the contract allows no type coercion, and the
+    domain and the intent hash need the ``int`` the caller meant, so ``1.0`` is refused.
+    """
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
 StrictValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, validators={"pattern": _pattern}
+    Draft202012Validator,
+    validators={"pattern": _pattern},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
 )
-"""Draft 2020-12 with ECMA-262 ``pattern`` semantics; everything else is the stock validator."""
+"""Draft 2020-12 with ECMA-262 ``pattern`` semantics and strict integers; else the stock one."""
 
 
 def compile_validator(schema: Mapping[str, Any]) -> Validator:
@@ -96,17 +113,26 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
     )
 
 
-def validate_arguments(validator: Validator, instance: Any) -> list[dict[str, str]]:
-    """Check ``instance`` against the compiled schema without changing it.
+def validate_arguments(
+    validator: Validator, instance: Any, *, opaque: Collection[str] = ()
+) -> list[dict[str, str]]:
+    r"""Check ``instance`` against the compiled schema without changing it.
 
     Nothing is coerced and no default is filled in: the validator only reads. Every error is
     reported (not just the first), as ``{"pointer", "message"}`` sorted by pointer and
     de-duplicated. Messages never repeat the offending value, so customer data sent in the
     wrong place is not echoed back.
 
+    Beyond the schema, every string value and object key must be Unicode text: one holding a
+    lone surrogate (U+D800-U+DFFF, which JSON's ``\ud800`` escape can produce) is reported
+    at its pointer, so it never reaches storage, hashing or the logs.
+
     Args:
         validator: A compiled Draft 2020-12 validator (see ``SchemaRegistry``).
         instance: The decoded JSON arguments.
+        opaque: Top-level members passed on unread, whose text is checked by their own
+            schema later (``tool_catalog.call``'s ``arguments``), so their pointers stay
+            relative to that schema.
 
     Returns:
         The violations; empty when the instance is valid.
@@ -114,12 +140,49 @@ def validate_arguments(validator: Validator, instance: Any) -> list[dict[str, st
     found: set[tuple[str, str]] = set()
     for error in validator.iter_errors(instance):
         found.update(_describe(error))
+    found.update(
+        (json_pointer(path), LONE_SURROGATE_MESSAGE) for path in _lone_surrogates(instance, opaque)
+    )
     return [{"pointer": pointer, "message": message} for pointer, message in sorted(found)]
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a UTF-16 surrogate code point, i.e. is not valid Unicode text."""
+    return not text.isascii() and _LONE_SURROGATE.search(text) is not None
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so it can be written as UTF-8."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
+
+
 def json_pointer(path: Iterable[str | int]) -> str:
-    """RFC 6901 pointer for a path of object keys and array indices (``""`` is the root)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    """RFC 6901 pointer for a path of object keys and array indices (``""`` is the root).
+
+    A lone surrogate in a key becomes U+FFFD: a pointer is sent back to the caller and must
+    itself be valid Unicode text.
+    """
+    return unicode_text(
+        "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    )
+
+
+def _lone_surrogates(instance: Any, opaque: Collection[str]) -> Iterator[list[str | int]]:
+    """Paths of the strings and keys holding a lone surrogate (iterative: no depth limit)."""
+    pending: list[tuple[list[str | int], Any]] = [([], instance)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if has_lone_surrogate(value):
+                yield path
+        elif isinstance(value, Mapping):
+            for key, member in value.items():
+                if isinstance(key, str) and has_lone_surrogate(key):
+                    yield [*path, key]
+                elif not (path == [] and key in opaque):
+                    pending.append(([*path, key], member))
+        elif isinstance(value, list):
+            pending.extend(([*path, index], item) for index, item in enumerate(value))
 
 
 def _describe(error: ValidationError) -> Iterator[tuple[str, str]]:

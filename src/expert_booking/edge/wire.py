@@ -30,7 +30,7 @@ def search_command(args: Mapping[str, Any]) -> SearchSlots:
             starts_after=_optional_instant(args, "startsAfter"),
             starts_before=_optional_instant(args, "startsBefore"),
         ),
-        limit=_integer(args["limit"]),
+        limit=args["limit"],
         cursor=args.get("cursor"),
     )
 
@@ -55,7 +55,7 @@ def confirm_command(args: Mapping[str, Any]) -> ConfirmBooking:
     approval = args.get("humanApproval")
     return ConfirmBooking(
         booking_id=args["bookingId"],
-        expected_version=_integer(args["expectedVersion"]),
+        expected_version=args["expectedVersion"],
         idempotency_key=args["idempotencyKey"],
         human_approval=None if approval is None else _approval(approval),
     )
@@ -153,15 +153,10 @@ def _approval(approval: Mapping[str, Any]) -> HumanApproval:
             starts_at=intent["startsAt"],  # compared as the exact string the person approved
             amount=intent["amount"],
             currency=intent["currency"],
-            version=_integer(intent["version"]),
+            version=intent["version"],
         ),
         intent_hash=approval["intentHash"],
     )
-
-
-def _integer(value: Any) -> int:
-    # JSON Schema counts 1.0 as an integer; the domain and the intent hash need the int 1.
-    return int(value)
 
 
 def _optional_instant(args: Mapping[str, Any], key: str) -> datetime | None:

@@ -1,0 +1,77 @@
+"""The command line: startup problems end with one line on stderr and status 2."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from expert_booking.__main__ import main
+from expert_booking.edge import schemas
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_restored() -> Iterator[None]:
+    """``serve`` installs SIGTERM/SIGINT handlers; keep them out of the test session."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    return monkeypatch
+
+
+def one_line_of(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_an_unsupported_trace_exporter_ends_startup_with_one_line_and_status_2(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean_env.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    assert main(["serve", "--port", "0", "--db", str(tmp_path / "b.db")]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert line.startswith("expert-booking-mcp: configuration error:")
+    assert "OTEL_TRACES_EXPORTER" in line
+
+
+def test_unloadable_schemas_end_startup_with_one_line_and_status_2(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "schemas"
+    empty.mkdir()
+    clean_env.setattr(schemas, "locate_schema_directory", lambda: empty)
+    assert main(["serve", "--port", "0", "--db", str(tmp_path / "b.db")]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert line.startswith("expert-booking-mcp: cannot load the JSON schemas:")
+
+
+def test_a_malformed_setting_ends_startup_with_one_line_and_status_2(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean_env.setenv("HOLD_TTL_SECONDS", "soon")
+    assert main(["serve", "--port", "0"]) == 2
+    assert "HOLD_TTL_SECONDS" in one_line_of(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "http", ""])
+def test_the_port_flag_refuses_what_the_port_variable_refuses(
+    port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(["serve", "--port", port])
+    assert excinfo.value.code == 2
+    assert "is not a TCP port (0-65535)" in capsys.readouterr().err
