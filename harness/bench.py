@@ -19,7 +19,7 @@ What runs (docs/perf-floor.md is the method):
   - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
     tools are measured here;
   - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
-    plus ``--slots`` extra slots (``add_bench_slots``), so that every measured hold is a
+    plus ``--slots`` extra slots (``harness.bench_db``), so that every measured hold is a
     successful hold transaction of its own slot and every confirm is a full confirm (fresh
     approval, the payment GET answered PAID by the stub, the PENDING -> PAID commit). Both real
     servers run with ``HOLD_TTL_SECONDS=3600`` so that no hold expires mid-run (a mass release
@@ -52,26 +52,23 @@ import json
 import os
 import platform
 import random
-import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
+from expert_booking.testing.server_process import SERVE_COMMAND, ServerProcess
+from harness.bench_db import BENCH_PRICE, bench_slot_id, create_bench_db
 from harness.loadgen import (
-    AsgiCaller,
     Check,
     HttpClient,
     LoadResult,
@@ -89,12 +86,7 @@ from harness.loadgen import (
     tools_call,
     tools_list,
 )
-from harness.serve_controlled import ChildServer
-
-BENCH_EXPERT_ID = "exp-bench-001"
-BENCH_SLOT_PREFIX = "slot-bench-"
-BENCH_PRICE = ("500.00", "CNY")
-_BENCH_FIRST_START = datetime(2031, 1, 1, tzinfo=UTC)
+from harness.serve_controlled import harness_server
 
 SERVER_CPU = 1
 LOADGEN_CPU = 0
@@ -103,53 +95,6 @@ READ_RPS_MIN_RATIO = 0.6
 HOLD_RPS_MIN_RATIO = 0.4
 COLD_START_MAX_S = 2.0
 QUIET_FOREIGN_CORES = 0.25  # a round counts as quiet when other tenants used less than this
-
-
-# --------------------------------------------------------------------------------------------
-# bench database
-
-
-def bench_slot_id(index: int) -> str:
-    return f"{BENCH_SLOT_PREFIX}{index:06d}"
-
-
-async def create_bench_db(db_path: Path, slots: int) -> None:
-    """Create ``db_path`` with the store's own migrations and seed, plus ``slots`` bench slots.
-
-    The extra slots belong to one extra expert (``exp-bench-001``, specialty ``BENCH``), start
-    hourly from 2031-01-01 and cost 500.00 CNY; ids are ``slot-bench-000000``, ... . Callable on
-    an existing database too (already present rows are kept).
-    """
-    store = await SqliteBookingStore.open(db_path)
-    await store.close()
-    add_bench_slots(db_path, slots)
-
-
-def add_bench_slots(db_path: Path, slots: int) -> None:
-    """Insert the bench expert and ``slots`` hourly slots into a migrated database."""
-    rows = []
-    for index in range(slots):
-        starts = _BENCH_FIRST_START + timedelta(hours=index)
-        rows.append(
-            (
-                bench_slot_id(index),
-                BENCH_EXPERT_ID,
-                format_instant(starts),
-                format_instant(starts + timedelta(minutes=50)),
-                *BENCH_PRICE,
-            )
-        )
-    with closing(sqlite3.connect(db_path, timeout=10)) as db, db:
-        db.execute(
-            "INSERT OR IGNORE INTO experts (expert_id, name, specialty, keywords) "
-            "VALUES (?, ?, ?, ?)",
-            (BENCH_EXPERT_ID, "Bench Expert", "BENCH", "benchmark load test"),
-        )
-        db.executemany(
-            "INSERT OR IGNORE INTO slots (slot_id, expert_id, starts_at, ends_at, price_amount, "
-            "price_currency) VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,26 +117,28 @@ def _pin(cpu: int) -> Callable[[], None] | None:
     return pin
 
 
-def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ChildServer:
-    argv = [sys.executable, "-m", "expert_booking", "serve", "--host", "127.0.0.1"]
-    argv += ["--port", "0", "--db", str(db_path)]
-    return ChildServer(argv, env=env, preexec=_pin(SERVER_CPU) if pin else None, keep_stderr=False)
+def _server(command: list[str], db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
+    preexec = _pin(SERVER_CPU) if pin else None
+    return harness_server(command, db_path=db_path, env=env, preexec=preexec, keep_stderr=False)
 
 
-def floor_server(env: dict[str, str], *, pin: bool) -> ChildServer:
-    argv = [sys.executable, "-m", "harness.bench", "--serve-floor"]
-    return ChildServer(argv, env=env, preexec=_pin(SERVER_CPU) if pin else None, keep_stderr=False)
+def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
+    return _server(list(SERVE_COMMAND), db_path, env, pin=pin)
 
 
-def serve_floor() -> int:
-    """Child entry: the floor app under the CLI's uvicorn settings on a free loopback port."""
+def floor_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
+    """The floor server; it opens no database (``db_path`` only completes the CLI's flags)."""
+    return _server([sys.executable, "-m", "harness.bench", "--serve-floor"], db_path, env, pin=pin)
+
+
+def serve_floor(host: str, port: int) -> int:
+    """Child entry: the floor app, served the way ``expert-booking-mcp serve`` serves."""
+    from expert_booking.__main__ import serve
     from expert_booking.settings import Settings
     from harness.floor_app import build_floor_app
-    from harness.serve_controlled import serve_like_cli
 
-    settings = Settings.from_env().with_overrides(host="127.0.0.1", port=0)
-    serve_like_cli(build_floor_app(settings), host=settings.host, port=settings.port)
-    return 0
+    settings = Settings.from_env().with_overrides(host=host, port=port)
+    return serve(build_floor_app(settings), settings)
 
 
 def _check_pinned(pid: int) -> None:
@@ -375,15 +322,10 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
     url = bench.urls[config.server]
     requests = bench.plan.max_requests
     if config.prepare is not None:
-        count = bench.plan.confirm_batch[concurrency]
+        requests = bench.plan.confirm_batch[concurrency]
         if window_s < bench.plan.window_s:  # warm-up
-            count = max(4, count // 10)
-        make_call = await config.prepare(bench, count)
-        requests = count
-    else:
-        assert config.make is not None
-        make = config.make
-        make_call = lambda _index: make(bench)  # noqa: E731 - one-line adapter
+            requests = max(4, requests // 10)
+    make_call = await calls_for(bench, config, requests)
     return await run_load(
         client,
         url,
@@ -395,6 +337,15 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
         check=config.check,
         server_pid=bench.pids[config.server],
     )
+
+
+async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
+    """How request ``i`` of ``config`` looks; a prepared config is prepared for ``count``."""
+    if config.prepare is not None:
+        return await config.prepare(bench, count)  # type: ignore[no-any-return]
+    assert config.make is not None
+    make = config.make
+    return lambda _index: make(bench)
 
 
 @dataclass
@@ -529,14 +480,10 @@ def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]
     first_response: list[float] = []
     for _ in range(spawns):
         with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
-            server = cli_server(Path(tmp) / "cold.db", env, pin=pin)
             started = time.perf_counter()
-            server.start()
-            try:
+            with cli_server(Path(tmp) / "cold.db", env, pin=pin) as server:
                 ready.append(time.perf_counter() - started)
                 first_response.append(asyncio.run(_first_list(server.url)) + ready[-1])
-            finally:
-                server.stop()
     return {
         "spawns": spawns,
         "ready_s_median": statistics.median(ready),
@@ -643,120 +590,6 @@ async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub)
 
 
 # --------------------------------------------------------------------------------------------
-# in process: CPU per request without sockets (robust against a noisy box), and cProfile
-
-
-def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:
-    booking_id = request.url.path.rsplit("/", 1)[-1]
-    body = {
-        "bookingId": booking_id,
-        "status": "PAID",
-        "amount": BENCH_PRICE[0],
-        "currency": BENCH_PRICE[1],
-        "paidAt": "2030-01-01T00:00:00.000Z",
-    }
-    return httpx.Response(200, json=body)
-
-
-async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str, Any]:
-    """Server CPU per request of every configuration, in this process, at concurrency 1.
-
-    The apps are the real ones (``build_asgi_app``; the floor's ``build_floor_app``) with the
-    payment service answered by an ``httpx.MockTransport`` (so confirm excludes the HTTP
-    client's cost). Requests go straight into the ASGI app: the figure is the server's own
-    CPU per request, without uvicorn and sockets. With ``profile`` set to a configuration
-    name, that configuration runs under cProfile and the top functions are printed.
-    """
-    import cProfile
-    import pstats
-
-    from expert_booking.bootstrap import build_asgi_app
-    from expert_booking.settings import Settings
-    from harness.floor_app import build_floor_app
-    from harness.inprocess import inprocess_app
-
-    costs: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp_name:
-        tmp = Path(tmp_name)
-        await create_bench_db(tmp / "bench.db", plan.slots)
-        transport = httpx.MockTransport(_paid_for_every_booking)
-        settings = Settings(payment_query_base_url="http://payments.test", hold_ttl_seconds=3600)
-        apps = {
-            "floor": build_floor_app(settings),
-            "real": build_asgi_app(
-                dataclasses.replace(settings, db_path=tmp / "seed.db"), payments_transport=transport
-            ),
-            "real+slots": build_asgi_app(
-                dataclasses.replace(settings, db_path=tmp / "bench.db"),
-                payments_transport=transport,
-            ),
-        }
-        async with contextlib.AsyncExitStack() as stack:
-            clients: dict[str, HttpClient] = {}
-            for name, app in apps.items():
-                asgi = await stack.enter_async_context(inprocess_app(app))
-                clients[name] = await stack.enter_async_context(make_http_client(inner=asgi))
-            callers = {name: AsgiCaller(app) for name, app in apps.items()}
-            url = "http://127.0.0.1:3000/mcp"
-            seed_hold = await callers["real"].send(
-                logical("booking.hold_slot", hold_arguments("slot-law-002"))
-            )
-            bench = Bench(
-                plan=dataclasses.replace(plan, confirm_batch={1: requests, 16: requests}),
-                urls=dict.fromkeys(apps, url),
-                pids={},
-                clients=clients,
-                stub=_NoStub(),  # type: ignore[arg-type]
-                get_booking_id=seed_hold.envelope["data"]["bookingId"],
-            )
-            for config in CONFIGS:
-                if profile is not None and config.name != profile:
-                    continue
-                caller = callers[config.server]
-                make_call = await _calls_for(bench, config, requests * 2)
-                for index in range(min(requests, 200)):  # warm-up
-                    await caller.send(make_call(index))
-                profiler = cProfile.Profile() if profile else None
-                cpu = time.process_time()
-                if profiler:
-                    profiler.enable()
-                for index in range(requests, 2 * requests):
-                    reply = await caller.send(make_call(index))
-                    failure = config.check(index, reply)
-                    if failure is not None:
-                        raise RuntimeError(f"{config.name}: {failure} {reply.message}")
-                if profiler:
-                    profiler.disable()
-                costs[config.name] = (time.process_time() - cpu) / requests * 1e6
-                print(f"  in process {config.name:<38} {costs[config.name]:8.0f} us CPU/request")
-                if profiler:
-                    stats = pstats.Stats(profiler)
-                    stats.sort_stats("tottime").print_stats(30)
-                    stats.sort_stats("cumulative").print_stats(40)
-    floor = costs.get("floor noop tools/call")
-    return {
-        "requests": requests,
-        "cpu_us_per_request": {name: round(value, 1) for name, value in costs.items()},
-        "ratio_to_floor": {name: round(value / floor, 2) for name, value in costs.items() if floor},
-    }
-
-
-class _NoStub:
-    """In process the payment service is a MockTransport that answers PAID for everything."""
-
-    def set_answer(self, *_args: Any, **_kwargs: Any) -> None:
-        return None
-
-
-async def _calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
-    if config.prepare is not None:
-        return await config.prepare(bench, count)  # type: ignore[no-any-return]
-    assert config.make is not None
-    make = config.make
-    return lambda _index: make(bench)
-
-
-# --------------------------------------------------------------------------------------------
 # report
 
 
@@ -843,13 +676,13 @@ async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
                 "HOLD_TTL_SECONDS": "3600",
             }
             servers = {
-                "floor": floor_server(env, pin=pin),
+                "floor": floor_server(tmp / "floor.db", env, pin=pin),
                 "real": cli_server(tmp / "seed.db", env, pin=pin),
                 "real+slots": cli_server(tmp / "bench.db", env, pin=pin),
             }
             for server in servers.values():
                 server.launch()
-                stack.callback(server.stop)
+                stack.callback(server.close)
             for server in servers.values():
                 server.wait_ready()
                 if pin:
@@ -920,10 +753,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="CONFIG", help="cProfile one configuration in process")
     parser.add_argument("--requests", type=int, default=2000, help="in-process requests per config")
     parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
+    # The CLI's flags, which the floor child gets like every server child.
+    parser.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_floor:
-        return serve_floor()
+        return serve_floor(args.host, args.port)
     if args.inprocess or args.profile:
+        from harness.bench_inprocess import inprocess  # it imports this module
+
         plan = dataclasses.replace(QUICK, slots=max(QUICK.slots, args.requests * 8))
         report = asyncio.run(inprocess(plan, args.requests, args.profile))
         print(json.dumps(report, indent=2))

@@ -11,10 +11,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from expert_booking.settings import Settings, SettingsError, parse_port
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 PROG = "expert-booking-mcp"
 GRACEFUL_SHUTDOWN_SECONDS = 10
@@ -78,27 +82,24 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _exit_cleanly_on_signals() -> None:
     signal.signal(signal.SIGTERM, _exit_cleanly)
     signal.signal(signal.SIGINT, _exit_cleanly)
-    # Imported here, not at the top: the demo needs none of it.
-    from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415
-    from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
-    from expert_booking.edge.schemas import SchemaLoadError  # noqa: PLC0415
-    from expert_booking.telemetry import TracingConfigError  # noqa: PLC0415
 
-    # Startup problems are one line on stderr and exit status 2, never a traceback.
-    try:
-        settings = Settings.from_env().with_overrides(
-            host=args.host, port=args.port, db_path=args.db
-        )
-        app = build_asgi_app(settings)
-    except (SettingsError, TracingConfigError) as exc:
-        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except SchemaLoadError as exc:
-        print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
-        return 2
+
+def serve(app: ASGIApp, settings: Settings) -> int:
+    """Serve ``app`` at ``http://{settings.host}:{settings.port}/mcp`` until SIGTERM/SIGINT; 0.
+
+    This is how ``expert-booking-mcp serve`` runs its app, and the one place that says how
+    (the harness serves its clock-controlled and floor apps through it): uvloop when installed,
+    httptools, no access log, a graceful shutdown of ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON
+    logging of :func:`configure_logging`, ``gc.freeze()`` after startup, and the ready line
+    ``MCP endpoint: http://HOST:PORT/mcp`` (the bound port) on stderr once connections are
+    accepted. A signal ends the process with status 0.
+    """
+    _exit_cleanly_on_signals()
+    from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -116,6 +117,28 @@ def _serve(args: argparse.Namespace) -> int:
     # run the lifespan shutdown (closing the store and HTTP clients), then return here.
     _AnnouncingServer(config).run()
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _exit_cleanly_on_signals()  # already while importing and building the app
+    # Imported here, not at the top: the demo needs none of it.
+    from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415
+    from expert_booking.edge.schemas import SchemaLoadError  # noqa: PLC0415
+    from expert_booking.telemetry import TracingConfigError  # noqa: PLC0415
+
+    # Startup problems are one line on stderr and exit status 2, never a traceback.
+    try:
+        settings = Settings.from_env().with_overrides(
+            host=args.host, port=args.port, db_path=args.db
+        )
+        app = build_asgi_app(settings)
+    except (SettingsError, TracingConfigError) as exc:
+        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except SchemaLoadError as exc:
+        print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
+        return 2
+    return serve(app, settings)
 
 
 def _demo() -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -23,7 +22,8 @@ import httpx2
 import pytest
 
 from expert_booking.testing.payment_stub import PaymentStub
-from harness.bench import bench_slot_id, create_bench_db
+from expert_booking.testing.server_process import ServerProcess
+from harness.bench_db import bench_slot_id, create_bench_db
 from harness.clock import read_offset, write_offset
 from harness.loadgen import (
     McpCall,
@@ -34,7 +34,7 @@ from harness.loadgen import (
     make_http_client,
     send,
 )
-from harness.serve_controlled import ChildServer, controlled_server
+from harness.serve_controlled import controlled_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.slow]
 
@@ -54,18 +54,12 @@ class Ledger:
     confirmed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-@pytest.fixture
-async def stub() -> AsyncIterator[PaymentStub]:
-    async with PaymentStub.running() as running:
-        yield running
-
-
 def read_db(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         return db.execute(sql, params).fetchall()
 
 
-async def drive_until_killed(server: ChildServer, stub: PaymentStub, offset_file: Path) -> Ledger:
+async def drive_until_killed(server: ServerProcess, stub: PaymentStub, offset_file: Path) -> Ledger:
     """Hold and confirm concurrently; SIGKILL the server once enough confirmations arrived."""
     ledger = Ledger()
     killed = anyio.Event()
@@ -156,7 +150,7 @@ async def test_kill_during_load_loses_nothing_and_replays_return_the_original_ou
 
 
 async def check_after_restart(
-    server: ChildServer, client: httpx2.AsyncClient, db_path: Path, ledger: Ledger
+    server: ServerProcess, client: httpx2.AsyncClient, db_path: Path, ledger: Ledger
 ) -> None:
     async def get(booking_id: str) -> dict[str, Any]:
         reply = await send(

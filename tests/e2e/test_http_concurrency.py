@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import AsyncExitStack, closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,17 +34,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 HOLDERS = 200
 CONFIRMERS = 100
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-async def stub() -> AsyncIterator[PaymentStub]:
-    async with PaymentStub.running() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

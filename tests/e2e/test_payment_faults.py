@@ -22,9 +22,10 @@ from mcp import Client
 
 from expert_booking.client import open_client
 from expert_booking.testing.payment_stub import PaymentStub, RecordedRequest
+from expert_booking.testing.server_process import ServerProcess
 from harness.clock import read_offset, write_offset
 from harness.loadgen import confirm_arguments, hold_arguments
-from harness.serve_controlled import ChildServer, controlled_server
+from harness.serve_controlled import controlled_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -51,15 +52,10 @@ class _HookedRequests(list[RecordedRequest]):
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-async def stub() -> AsyncIterator[PaymentStub]:
-    async with PaymentStub.running() as running:
-        running.requests = _HookedRequests()
-        yield running
+def stub(stub: PaymentStub) -> PaymentStub:
+    """The conftest's stub, with a request log the tests can hook into."""
+    stub.requests = _HookedRequests()
+    return stub
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +65,7 @@ def offset_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _spawn(tmp: Path, offset_file: Path, payment_url: str) -> ChildServer:
+def _spawn(tmp: Path, offset_file: Path, payment_url: str) -> ServerProcess:
     env = {
         **os.environ,
         "PAYMENT_QUERY_BASE_URL": payment_url,
@@ -82,7 +78,7 @@ def _spawn(tmp: Path, offset_file: Path, payment_url: str) -> ChildServer:
 @pytest.fixture(scope="module")
 def server(
     stub: PaymentStub, offset_file: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ChildServer]:
+) -> Iterator[ServerProcess]:
     with _spawn(tmp_path_factory.mktemp("faults"), offset_file, stub.base_url) as running:
         yield running
     assert running.returncode is not None
@@ -97,7 +93,7 @@ def refused_port() -> Iterator[int]:
 
 
 @pytest.fixture
-async def client(server: ChildServer, offset_file: Path) -> AsyncIterator[Client]:
+async def client(server: ServerProcess, offset_file: Path) -> AsyncIterator[Client]:
     with anyio.fail_after(30):
         async with open_client(server.url) as connected:
             yield connected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -19,6 +20,8 @@ from typing import IO, Any, Final, Self
 READY_LINE: Final = re.compile(r"MCP endpoint: (?P<url>http://\S+/mcp)")
 DEFAULT_START_SECONDS: Final = 20.0
 DEFAULT_STOP_SECONDS: Final = 15.0
+SERVE_COMMAND: Final = (sys.executable, "-m", "expert_booking", "serve")
+_PR_SET_PDEATHSIG: Final = 1
 
 
 class ServerStartError(RuntimeError):
@@ -27,6 +30,9 @@ class ServerStartError(RuntimeError):
 
 class ServerProcess:
     """``python -m expert_booking serve --host 127.0.0.1 --port 0 --db <path>`` as a child process.
+
+    Another ``command`` that takes the same three flags and prints the same ready line (the
+    harness's clock-controlled and floor servers) runs the same way.
 
     Usage::
 
@@ -46,15 +52,32 @@ class ServerProcess:
         db_path: Path | None = None,
         extra_args: Sequence[str] = (),
         start_seconds: float = DEFAULT_START_SECONDS,
+        command: Sequence[str] | None = None,
+        cwd: Path | None = None,
+        preexec: Callable[[], None] | None = None,
+        die_with_parent: bool = False,
+        keep_stderr: bool = True,
     ) -> None:
         """Configure (not start) the process.
 
         Args:
             env: the child's whole environment (default: this process's environment).
             db_path: the SQLite file; by default a fresh file in a temporary directory.
-            extra_args: more arguments after ``serve ...``.
+            extra_args: more arguments after ``--host 127.0.0.1 --port 0 --db <path>``.
             start_seconds: how long to wait for the ready line.
+            command: what precedes those flags (default :data:`SERVE_COMMAND`).
+            cwd: the child's working directory (default: this process's).
+            preexec: runs in the child before exec (e.g. ``os.sched_setaffinity``).
+            die_with_parent: Linux: the child gets SIGKILL when the thread that started it
+                ends, so a test runner killed by a timeout leaves no server behind.
+            keep_stderr: ``False`` keeps only the lines up to the ready line and drains the
+                rest in large chunks (a benchmark must not spend its CPU on the server's log).
         """
+        self._command = tuple(SERVE_COMMAND if command is None else command)
+        self._cwd = cwd
+        self._preexec = preexec
+        self._die_with_parent = die_with_parent
+        self._keep_stderr = keep_stderr
         self._env = dict(os.environ if env is None else env)
         self._own_dir: Path | None = None
         self._db_path = db_path
@@ -102,33 +125,39 @@ class ServerProcess:
         Raises:
             ServerStartError: it exited or stayed silent for ``start_seconds``.
         """
+        return self.launch().wait_ready()
+
+    def launch(self) -> Self:
+        """Spawn without waiting (launch several servers, then :meth:`wait_ready` on each)."""
         if self._process is not None:
             raise RuntimeError("already started")
         if self._db_path is None:
             self._own_dir = Path(tempfile.mkdtemp(prefix="expert-booking-"))
             self._db_path = self._own_dir / "expert-booking.db"
         command = [
-            sys.executable,
-            "-m",
-            "expert_booking",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--db",
-            str(self._db_path),
+            *self._command,
+            *("--host", "127.0.0.1", "--port", "0", "--db", str(self._db_path)),
             *self._extra_args,
         ]
-        self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and fixed arguments
-            command, env=self._env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        prepare = self._prepare_child if self._die_with_parent or self._preexec else None
+        self._process = subprocess.Popen(  # noqa: S603 - the caller's command, fixed arguments
+            command, cwd=self._cwd, env=self._env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            preexec_fn=prepare,  # noqa: PLW1509 - prctl and the caller's preexec only
         )  # fmt: skip
         assert self._process.stderr is not None  # noqa: S101 - stderr=PIPE above
         self._reader = threading.Thread(
             target=self._read_stderr, args=(self._process.stderr,), daemon=True
         )
         self._reader.start()
+        return self
+
+    def wait_ready(self) -> Self:
+        """Wait for the ready line of a launched server.
+
+        Raises:
+            ServerStartError: it exited or stayed silent for ``start_seconds``.
+        """
         with self._changed:
             settled = self._changed.wait_for(
                 lambda: self._ready_url is not None or self._stderr_closed, self._start_seconds
@@ -141,6 +170,14 @@ class ServerProcess:
             raise ServerStartError(f"the server {reason}; stderr:\n{stderr}")
         return self
 
+    def _prepare_child(self) -> None:
+        """Runs in the child between fork and exec."""
+        if self._die_with_parent and sys.platform.startswith("linux"):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if self._preexec is not None:
+            self._preexec()
+
     def _read_stderr(self, stream: IO[bytes]) -> None:
         for raw in stream:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -149,6 +186,10 @@ class ServerProcess:
                 if self._ready_url is None and (match := READY_LINE.search(line)):
                     self._ready_url = match["url"]
                 self._changed.notify_all()
+            if self._ready_url is not None and not self._keep_stderr:
+                while os.read(stream.fileno(), 1 << 16):
+                    pass
+                break
         with self._changed:
             self._stderr_closed = True
             self._changed.notify_all()
