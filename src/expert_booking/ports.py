@@ -63,6 +63,24 @@ class IdempotencyRecord:
     error_code: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class SlotSearchResult:
+    """A page of free slots, their total and the earliest hold expiry, from one snapshot."""
+
+    slots: list[Slot]
+    total: int
+    next_hold_expiry: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class HoldLookup:
+    """What a hold reads before it writes; ``next_hold_expiry`` says whether a release is due."""
+
+    record: IdempotencyRecord | None
+    slot: Slot | None
+    next_hold_expiry: datetime | None
+
+
 class Transaction(Protocol):
     """Operations available inside one store transaction (all or nothing)."""
 
@@ -81,6 +99,13 @@ class Transaction(Protocol):
         ...
 
     async def get_slot(self, slot_id: str) -> Slot | None: ...
+
+    async def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+        """``get_idempotency``, ``get_slot`` and ``next_hold_expiry`` in one round trip.
+
+        Valid before ``release_overdue``: a release changes neither the record nor the slot.
+        """
+        ...
 
     async def get_booking(self, booking_id: str) -> Booking | None: ...
 
@@ -106,7 +131,22 @@ class Transaction(Protocol):
 
 
 class BookingStore(Protocol):
-    """A transactional store; a second engine (PostgreSQL) implements the same port."""
+    """A transactional store; a second engine (PostgreSQL) implements the same port.
+
+    The ``peek_*`` reads see the last committed state without taking the write lock and do NOT
+    release overdue holds: a caller that finds an overdue hold (``expires_at <= now``) in what
+    it read must release and read again inside ``transaction()``.
+    """
+
+    async def peek_booking(self, booking_id: str) -> Booking | None:
+        """The last committed state of a booking (overdue holds not released)."""
+        ...
+
+    async def peek_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> SlotSearchResult:
+        """``search_free_slots`` and ``next_hold_expiry`` from one committed snapshot."""
+        ...
 
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """Open a write transaction; commit on normal exit, roll back on any exception.

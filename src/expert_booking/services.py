@@ -3,6 +3,11 @@
 Every use case reads the clock once per transaction, releases overdue holds inside the same
 transaction before it reads or writes, and commits idempotency records with the change they
 describe. The payment query runs between two transactions, never while holding the store lock.
+
+Reads (get, search) first peek at the last committed state without the write lock; only when
+what they read depends on an overdue hold (the booking itself, or any hold for a search) do
+they fall back to a transaction that releases it and reads again. So a read never shows an
+overdue hold as HELD, and it neither queues behind writers nor answers STORAGE_BUSY otherwise.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from expert_booking.ports import (
     IdempotencyRecord,
     PaymentQueryPort,
     SlotQuery,
+    SlotSearchResult,
     TraceContext,
     Transaction,
 )
@@ -142,20 +148,18 @@ class BookingService:
         # Taken before reading: a page read before any invalidation (a concurrent write, or
         # this search's own release) is never stored.
         generation = self._cache.generation
-        async with self._store.transaction() as tx:
-            # Every use case reads the clock only once it holds the store: waiting for the lock
-            # must not make it judge expiry or freshness by an earlier time.
-            now = self._clock.now()
-            released = await tx.release_overdue(now)
-            slots, total = await tx.search_free_slots(query, now, offset, command.limit)
-            next_expiry = await tx.next_hold_expiry()
-        if released:
-            self._cache.invalidate()
+        # No lock to wait for: the clock is read right before the statement that judges it.
+        now = self._clock.now()
+        found = await self._store.peek_free_slots(query, now, offset, command.limit)
+        if _release_due(found.next_hold_expiry, now):
+            # The peeked page still counts an overdue hold's slot as taken: release, re-read.
+            found, now = await self._search_releasing(query, offset, command.limit)
+        slots, next_expiry = found.slots, found.next_hold_expiry
         end = offset + len(slots)
         page = SlotPage(
             slots=tuple(slots),
-            total=total,
-            next_cursor=encode_cursor(end, binding) if end < total else None,
+            total=found.total,
+            next_cursor=encode_cursor(end, binding) if end < found.total else None,
             cache_hit=False,
         )
         deadlines = [now + self._policy.slot_cache_ttl, *(slot.starts_at for slot in slots)]
@@ -163,6 +167,19 @@ class BookingService:
             deadlines.append(next_expiry)
         self._cache.put(key, page, min(deadlines), generation)
         return page
+
+    async def _search_releasing(
+        self, query: SlotQuery, offset: int, limit: int
+    ) -> tuple[SlotSearchResult, datetime]:
+        async with self._store.transaction() as tx:
+            # Every use case reads the clock only once it holds the store: waiting for the lock
+            # must not make it judge expiry or freshness by an earlier time.
+            now = self._clock.now()
+            released = await tx.release_overdue(now)
+            slots, total = await tx.search_free_slots(query, now, offset, limit)
+            next_expiry = await tx.next_hold_expiry()
+        self._after_write(released=released, changed=False)
+        return SlotSearchResult(slots, total, next_expiry), now
 
     async def hold_slot(self, command: HoldSlot) -> Booking:
         """Hold a free slot for ``hold_ttl``; the result carries the confirmation intent.
@@ -173,9 +190,13 @@ class BookingService:
         fingerprint = _fingerprint(command)
         async with self._store.transaction() as tx:
             now = self._clock.now()
-            released = await tx.release_overdue(now)
-            replayed = await self._replay(tx, HOLD_SCOPE, command.idempotency_key, fingerprint)
-            outcome = replayed or await self._hold(tx, command, fingerprint, now)
+            found = await tx.lookup_hold(HOLD_SCOPE, command.idempotency_key, command.slot_id)
+            # A release changes neither the record nor the slot row, only whether it is free:
+            # it runs before the insert, and only when a hold is overdue (one round trip less).
+            due = _release_due(found.next_hold_expiry, now)
+            released = await tx.release_overdue(now) if due else 0
+            replayed = _replay_outcome(found.record, command.idempotency_key, fingerprint)
+            outcome = replayed or await self._hold(tx, command, found.slot, fingerprint, now)
         self._after_write(released=released, changed=isinstance(outcome, Booking))
         return _unwrap(outcome)
 
@@ -222,18 +243,25 @@ class BookingService:
         Raises:
             BookingNotFoundError: no booking has this id.
         """
-        async with self._store.transaction() as tx:
-            released = await tx.release_overdue(self._clock.now())
-            booking = await tx.get_booking(booking_id)
-        self._after_write(released=released, changed=False)
+        booking = await self._store.peek_booking(booking_id)
+        # Judged after the read: a hold not overdue now was not overdue in the snapshot either.
+        if booking is not None and _overdue_hold(booking, self._clock.now()):
+            async with self._store.transaction() as tx:
+                released = await tx.release_overdue(self._clock.now())
+                booking = await tx.get_booking(booking_id)
+            self._after_write(released=released, changed=False)
         if booking is None:
             raise BookingNotFoundError(bookingId=booking_id)
         return booking
 
     async def _hold(
-        self, tx: Transaction, command: HoldSlot, fingerprint: str, now: datetime
+        self,
+        tx: Transaction,
+        command: HoldSlot,
+        slot: Slot | None,
+        fingerprint: str,
+        now: datetime,
     ) -> Booking | BookingError:
-        slot = await tx.get_slot(command.slot_id)
         if slot is None:
             return SlotNotFoundError(slotId=command.slot_id)
         if slot.starts_at <= now:
@@ -339,20 +367,33 @@ class BookingService:
     async def _replay(
         tx: Transaction, scope: str, key: str, fingerprint: str
     ) -> Booking | BookingError | None:
-        record = await tx.get_idempotency(scope, key)
-        if record is None:
-            return None
-        if record.fingerprint != fingerprint:
-            return IdempotencyConflictError(idempotencyKey=key)
-        if record.error_code is None:
-            return record.booking
-        return payment_refusal(record.booking) or InvalidStateError(
-            bookingId=record.booking.booking_id
-        )
+        return _replay_outcome(await tx.get_idempotency(scope, key), key, fingerprint)
 
     def _after_write(self, *, released: int, changed: bool) -> None:
         if released or changed:
             self._cache.invalidate()
+
+
+def _replay_outcome(
+    record: IdempotencyRecord | None, key: str, fingerprint: str
+) -> Booking | BookingError | None:
+    """The stored outcome for a repeated idempotency key, or ``None`` for a first request."""
+    if record is None:
+        return None
+    if record.fingerprint != fingerprint:
+        return IdempotencyConflictError(idempotencyKey=key)
+    if record.error_code is None:
+        return record.booking
+    return payment_refusal(record.booking) or InvalidStateError(bookingId=record.booking.booking_id)
+
+
+def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
+    """Whether some HELD booking is overdue at ``now`` (so a release must run first)."""
+    return next_hold_expiry is not None and next_hold_expiry <= now
+
+
+def _overdue_hold(booking: Booking, now: datetime) -> bool:
+    return booking.status is BookingStatus.HELD and booking.expires_at <= now
 
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:

@@ -427,7 +427,7 @@ async def test_a_failed_or_closed_payment_releases_the_slot(
     assert rehold.status is BookingStatus.HELD
 
 
-async def test_a_store_locked_by_another_process_is_storage_busy(
+async def test_a_store_locked_by_another_process_refuses_writes_as_storage_busy(
     db_path: Path, clock: MutableClock, payments: FakePayments
 ) -> None:
     store = await SqliteBookingStore.open(db_path, busy_timeout_ms=50)
@@ -436,13 +436,79 @@ async def test_a_store_locked_by_another_process_is_storage_busy(
         with _raw(db_path) as competitor:
             competitor.execute("BEGIN IMMEDIATE")
             busy = await _refusal(_hold(service))
-            assert (await _refusal(_search(service))).code == "STORAGE_BUSY"
             competitor.execute("ROLLBACK")
         assert busy.code == "STORAGE_BUSY"
         assert busy.retryable is True
         assert (await _hold(service)).status is BookingStatus.HELD
     finally:
         await store.close()
+
+
+async def test_reads_are_answered_while_another_process_writes_if_no_hold_is_overdue(
+    db_path: Path, clock: MutableClock, payments: FakePayments
+) -> None:
+    store = await SqliteBookingStore.open(db_path, busy_timeout_ms=50)
+    try:
+        service = BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+        booking = await _hold(service)
+        clock.advance(299)
+        with _raw(db_path) as competitor:
+            competitor.execute("BEGIN IMMEDIATE")
+            competitor.execute("DELETE FROM bookings")  # uncommitted: invisible to readers
+            with anyio.fail_after(5):
+                assert await service.get_booking(booking.booking_id) == booking
+                page = await _search(service)
+            competitor.execute("ROLLBACK")
+        assert _ids(page) == [slot for slot in SEED_ORDER if slot != "slot-ai-001"]
+        assert page.total == 5
+    finally:
+        await store.close()
+
+
+async def test_a_read_that_meets_an_overdue_hold_releases_it_in_a_write_transaction_first(
+    db_path: Path, clock: MutableClock, payments: FakePayments
+) -> None:
+    store = await SqliteBookingStore.open(db_path, busy_timeout_ms=50)
+    try:
+        service = BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+        booking = await _hold(service)
+        clock.advance(300)  # expiresAt reached: the committed HELD row is overdue
+        with _raw(db_path) as competitor:
+            competitor.execute("BEGIN IMMEDIATE")
+            # Neither read may answer from the unreleased row; both need the write lock.
+            assert (await _refusal(service.get_booking(booking.booking_id))).code == (
+                "STORAGE_BUSY"
+            )
+            assert (await _refusal(_search(service))).code == "STORAGE_BUSY"
+            competitor.execute("ROLLBACK")
+        assert "slot-ai-001" in _ids(await _search(service))
+        after = await service.get_booking(booking.booking_id)
+        assert (after.status, after.version) == (BookingStatus.EXPIRED, 2)
+    finally:
+        await store.close()
+
+
+async def test_an_overdue_hold_of_another_slot_is_released_before_a_search_answers(
+    service: BookingService, clock: MutableClock, db_path: Path
+) -> None:
+    await _hold(service, "slot-fin-002")
+    clock.advance(300)
+    page = await _search(
+        service, SlotQuery(text="law", specialty=None, starts_after=None, starts_before=None)
+    )
+    assert _ids(page) == ["slot-law-001", "slot-law-002"]
+    assert _active_bookings(db_path, "slot-fin-002") == 0
+
+
+async def test_reads_do_not_wait_for_this_process_s_write_transaction_nor_see_it(
+    service: BookingService, store: SqliteBookingStore
+) -> None:
+    booking = await _hold(service)
+    async with store.transaction() as tx:
+        await tx.update_booking(replace(booking, status=BookingStatus.EXPIRED, version=2), 1)
+        with anyio.fail_after(5):
+            assert await service.get_booking(booking.booking_id) == booking
+            assert "slot-ai-001" not in _ids(await _search(service))
 
 
 async def test_a_payment_that_succeeds_after_the_hold_expired_is_refused_as_expired(

@@ -17,6 +17,7 @@ import pytest
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
 from expert_booking.adapters.sqlite_store import (
     SqliteBookingStore,
+    _search_params,
     booking_from_json,
     booking_to_json,
     load_migrations,
@@ -30,7 +31,7 @@ from expert_booking.domain.model import (
     Payment,
     PaymentStatus,
 )
-from expert_booking.ports import IdempotencyRecord, SlotQuery
+from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery, SlotSearchResult
 from tests.fakes import T0, make_booking
 
 pytestmark = pytest.mark.anyio
@@ -69,8 +70,13 @@ async def _search(
     offset: int = 0,
     limit: int = 20,
 ) -> tuple[list[str], int]:
+    """Search in a write transaction, and check the lock-free peek answers the same."""
     async with store.transaction() as tx:
         slots, total = await tx.search_free_slots(query, now, offset, limit)
+        next_expiry = await tx.next_hold_expiry()
+    assert await store.peek_free_slots(query, now, offset, limit) == SlotSearchResult(
+        slots, total, next_expiry
+    )
     return [slot.slot_id for slot in slots], total
 
 
@@ -445,3 +451,178 @@ async def test_closing_twice_is_harmless(db_path: Path) -> None:
     store = await SqliteBookingStore.open(db_path)
     await store.close()
     await store.close()
+
+
+# --- lock-free reads (the read-only connection) ---------------------------------------------
+
+
+async def test_peeks_see_the_last_commit_and_never_an_open_transaction(
+    store: SqliteBookingStore,
+) -> None:
+    booking = make_booking()
+    async with store.transaction() as tx:
+        await tx.insert_booking(booking)
+        with anyio.fail_after(5):
+            assert await store.peek_booking(booking.booking_id) is None
+            page = await store.peek_free_slots(ALL, T0, 0, 20)
+    assert [slot.slot_id for slot in page.slots] == SEED_ORDER
+    assert page.next_hold_expiry is None
+    assert await store.peek_booking(booking.booking_id) == booking
+    assert await store.peek_free_slots(ALL, T0, 0, 20) == SlotSearchResult(
+        page.slots[1:], 5, booking.expires_at
+    )
+
+
+async def test_peeks_answer_while_another_process_holds_the_write_lock(db_path: Path) -> None:
+    store = await SqliteBookingStore.open(db_path, busy_timeout_ms=50)
+    try:
+        with _raw(db_path) as competitor:
+            competitor.execute("BEGIN IMMEDIATE")
+            competitor.execute("DELETE FROM slots WHERE slot_id = 'slot-fin-002'")
+            with anyio.fail_after(5):
+                page = await store.peek_free_slots(ALL, T0, 0, 20)
+                assert await store.peek_booking("booking-x") is None
+            competitor.execute("ROLLBACK")
+        assert page.total == len(SEED_ORDER)
+    finally:
+        await store.close()
+
+
+async def test_the_read_connection_refuses_to_write(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    assert (await store._read("PRAGMA query_only", ()))[0][0] == 1
+    with pytest.raises(BookingError) as excinfo:
+        await store._read("DELETE FROM slots", ())
+    assert excinfo.value.code == "INTERNAL_ERROR"
+    assert _count(db_path, "SELECT COUNT(*) FROM slots") == len(SEED_SLOTS)
+
+
+async def test_a_peeked_page_reports_the_earliest_hold_expiry_even_when_empty(
+    store: SqliteBookingStore,
+) -> None:
+    early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
+    late = make_booking("booking-late", slot_id="slot-fin-001", expires_at=T0 + timedelta(60))
+    done = make_booking("booking-done", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
+    async with store.transaction() as tx:
+        for booking in (early, late, done):
+            await tx.insert_booking(booking)
+    nobody = SlotQuery(text="nobody", specialty=None, starts_after=None, starts_before=None)
+    assert await store.peek_free_slots(nobody, T0, 0, 20) == SlotSearchResult(
+        [], 0, early.expires_at
+    )
+    past_the_end = await store.peek_free_slots(ALL, T0, 5, 20)
+    assert past_the_end == SlotSearchResult([], 3, early.expires_at)
+    assert (await store.peek_free_slots(ALL, T0, 0, 1)).total == 3
+
+
+async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_once(
+    store: SqliteBookingStore,
+) -> None:
+    booking = make_booking(slot_id="slot-law-001", expires_at=T0 + timedelta(seconds=30))
+    record = IdempotencyRecord("booking.hold_slot", "key-1", "fp", booking, None)
+    async with store.transaction() as tx:
+        assert await tx.lookup_hold("booking.hold_slot", "key-1", "slot-nope") == HoldLookup(
+            None, None, None
+        )
+        await tx.insert_booking(booking)
+        await tx.put_idempotency(record)
+        found = await tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001")
+        assert found == HoldLookup(record, await tx.get_slot("slot-ai-001"), booking.expires_at)
+        other = await tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope")
+        assert other == HoldLookup(None, None, booking.expires_at)
+
+
+# --- the experts-first search answers exactly as the per-slot scan did -------------------------
+
+_PER_SLOT_SCAN = """
+SELECT s.slot_id, COUNT(*) OVER () AS total
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+WHERE s.starts_at > :now
+  AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
+  AND (:starts_before IS NULL OR s.starts_at < :starts_before)
+  AND (:specialty IS NULL OR casefold(e.specialty) = :specialty)
+  AND NOT EXISTS (
+      SELECT 1 FROM json_each(:tokens) AS t
+      WHERE instr(casefold(e.name || ' ' || e.specialty || ' ' || e.keywords), t.value) = 0)
+  AND NOT EXISTS (
+      SELECT 1 FROM bookings AS b
+      WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
+ORDER BY s.starts_at, s.slot_id
+LIMIT :limit OFFSET :offset
+"""
+
+_EXTRA_EXPERTS = [
+    ("exp-x-1", "Jürgen Groß", "Tax", "Steuer STRASSE straße"),
+    ("exp-x-2", "李四", "AI", "机器学习 LLM"),
+    ("exp-x-3", "Anna Lee", "Law", "GDPR contracts"),
+    ("exp-x-4", "Ola Nordmann", "law", ""),
+]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("", None, None, 0, 50),
+        ("", None, None, 7, 5),
+        ("anna", None, None, 0, 50),
+        ("STRASSE", None, None, 0, 50),
+        ("straße gross", None, None, 0, 50),
+        ("llm", "ai", None, 3, 4),
+        ("", "law", (5, 20), 0, 50),
+        ("gdpr", None, (0, 40), 2, 3),
+        ("nobody", None, None, 0, 50),
+        ("", None, None, 400, 5),
+    ],
+)
+async def test_the_experts_first_search_matches_the_per_slot_scan(
+    store: SqliteBookingStore,
+    db_path: Path,
+    case: tuple[str, str | None, tuple[int, int] | None, int, int],
+) -> None:
+    text, specialty, window, offset, limit = case
+    with _raw(db_path) as connection:
+        connection.executemany("INSERT INTO experts VALUES (?, ?, ?, ?)", _EXTRA_EXPERTS)
+        for n in range(60):
+            expert_id = _EXTRA_EXPERTS[n % 4][0]
+            # Equal start times across experts exercise the slot_id tie-break.
+            starts = T0 + timedelta(hours=n // 3)
+            connection.execute(
+                "INSERT INTO slots VALUES (?, ?, ?, ?, '100.00', 'EUR')",
+                (f"slot-x-{n:03}", expert_id, _iso(starts), _iso(starts + timedelta(hours=1))),
+            )
+    async with store.transaction() as tx:
+        await tx.insert_booking(make_booking("booking-h", slot_id="slot-x-004"))
+        await tx.insert_booking(
+            make_booking("booking-e", slot_id="slot-x-008", status=BookingStatus.EXPIRED)
+        )
+    now = T0 + timedelta(hours=1)
+    query = SlotQuery(
+        text=text,
+        specialty=specialty,
+        starts_after=None if window is None else T0 + timedelta(hours=window[0]),
+        starts_before=None if window is None else T0 + timedelta(hours=window[1]),
+    )
+    with _raw(db_path) as connection:
+        connection.create_function("casefold", 1, str.casefold)
+        rows = connection.execute(
+            _PER_SLOT_SCAN, _search_params(query, now, offset, limit)
+        ).fetchall()
+    expected_total = rows[0][1] if rows else None
+    slots, total = await _search(store, query, now=now, offset=offset, limit=limit)
+    assert slots == [row[0] for row in rows]
+    if expected_total is not None:
+        assert total == expected_total
+    assert rows or offset > 0 or total == 0
+
+
+def _iso(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+async def test_migration_2_indexes_slots_by_expert_and_start(db_path: Path) -> None:
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    with _raw(db_path) as connection:
+        columns = [row[2] for row in connection.execute("PRAGMA index_info(slots_by_expert_start)")]
+    assert columns == ["expert_id", "starts_at", "slot_id"]

@@ -1,4 +1,4 @@
-"""A competing SQLite writer holds the write lock: tools answer STORAGE_BUSY and change nothing.
+"""A competing SQLite writer holds the write lock: writes answer STORAGE_BUSY and change nothing.
 
 The whole app runs in process (``bootstrap.build_asgi_app``) on a temporary database file with a
 200 ms busy timeout (``BOOKING_DB_BUSY_TIMEOUT_MS``); the competitor is a stdlib ``sqlite3``
@@ -147,13 +147,12 @@ async def test_hold_answers_storage_busy_while_another_writer_holds_the_lock_the
     assert (held["data"]["slotId"], held["data"]["status"]) == ("slot-ai-001", "HELD")
 
 
-async def test_reads_answer_storage_busy_too_and_recover(
+async def test_reads_are_answered_while_another_writer_holds_the_lock(
     client: Client, competitor: Competitor
 ) -> None:
+    # Reads use a read-only connection (WAL): they only need the write lock to release an
+    # overdue hold, and no hold is overdue here.
     competitor.lock()
-    refused = await call(client, "booking.search_available_slots", {"query": "law", "limit": 3})
-    assert busy(refused) == ("STORAGE_BUSY", True)
-    competitor.release()
     found = await call(client, "booking.search_available_slots", {"query": "law", "limit": 3})
     assert found["ok"], found
     assert [slot["slotId"] for slot in found["data"]["slots"]] == ["slot-law-001", "slot-law-002"]

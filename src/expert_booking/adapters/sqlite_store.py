@@ -1,4 +1,4 @@
-"""SQLite implementation of the ``BookingStore`` port (aiosqlite, WAL, one connection).
+"""SQLite implementation of the ``BookingStore`` port (aiosqlite, WAL, two connections).
 
 Design:
 
@@ -7,14 +7,22 @@ Design:
   ``SELECT ... FOR UPDATE`` on the booking it changes (or ``SERIALIZABLE`` isolation with a
   retry on serialization failures mapped to ``StorageBusyError``), and the same partial unique
   index ``one_active_booking_per_slot``; the services would not change.
-* SQLite has one writer at a time, so this adapter keeps ONE aiosqlite connection and an
+* SQLite has one writer at a time, so this adapter keeps ONE write connection and an
   ``asyncio.Lock``: a transaction takes the lock, runs ``BEGIN IMMEDIATE`` (the write lock up
   front, so two processes never deadlock upgrading a read lock) and commits or rolls back.
   Other processes sharing the file wait up to ``busy_timeout`` and then get
-  ``StorageBusyError``.
-* Each ``await`` on aiosqlite is one hop to its worker thread (perf-floor section 4), so reads
-  use ``execute_fetchall`` and a search returns page and total in one statement
-  (``COUNT(*) OVER ()``).
+  ``StorageBusyError``. Nothing ever reads on the write connection outside the lock: it would
+  see another task's uncommitted transaction.
+* A second, read-only connection (``PRAGMA query_only``) serves ``peek_booking`` and
+  ``peek_free_slots``: one autocommit statement each, so each sees the last committed state
+  (WAL lets it read while a writer works), never waits for the write lock and never answers
+  ``StorageBusyError`` because of one. Peeks do not release overdue holds; the services fall
+  back to a write transaction (release, then read) when what they peeked depends on one.
+* Each ``await`` on aiosqlite is one hop to its worker thread (20-100 us, perf-floor section 4),
+  so statements are combined where the result stays readable: ``execute_fetchall`` everywhere,
+  a search returns page and total in one statement (``COUNT(*) OVER ()``), a peeked search
+  also the earliest hold expiry, and ``lookup_hold`` reads a hold's idempotency record, slot
+  and earliest hold expiry at once.
 * Cancellation safety: aiosqlite runs queued calls in FIFO order even when the awaiting task
   was cancelled, and ``sqlite3.Connection.rollback()`` is a no-op outside a transaction. So a
   rollback queued on any exception always runs before the next ``BEGIN``, even if its own
@@ -22,10 +30,9 @@ Design:
 * Free-text search uses Python ``str.casefold`` registered as the SQL function ``casefold``:
   SQLite's ``lower()`` folds only ASCII, and German or other non-ASCII keywords must match
   regardless of case. Tokens are passed as one JSON array (``json_each``), so the SQL text is
-  constant whatever the number of tokens.
-* Instants are stored as RFC 3339 UTC strings with milliseconds (``format_instant``), which
-  order as text; money as the exact strings; the customer as JSON exactly as given, without
-  absent optional keys.
+  constant whatever the number of tokens. The search selects matching experts first (one
+  ``casefold`` per expert, not per slot), then their slots via ``slots_by_expert_start``.
+* Row and JSON mapping lives in ``sqlite_rows``.
 """
 
 from __future__ import annotations
@@ -45,6 +52,17 @@ from typing import Any
 import aiosqlite
 
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.adapters.sqlite_rows import (
+    BOOKING_COLUMNS,
+    SLOT_COLUMNS,
+    booking_from_json,
+    booking_from_row,
+    booking_params,
+    booking_to_json,
+    optional_instant,
+    optional_text,
+    slot_from_row,
+)
 from expert_booking.domain.errors import (
     BookingError,
     BookingNotFoundError,
@@ -53,18 +71,18 @@ from expert_booking.domain.errors import (
     StorageBusyError,
     VersionConflictError,
 )
-from expert_booking.domain.model import (
-    Booking,
-    BookingStatus,
-    Customer,
-    Money,
-    Payment,
-    PaymentStatus,
-    Slot,
-    format_instant,
-    parse_instant,
-)
-from expert_booking.ports import IdempotencyRecord, SlotQuery
+from expert_booking.domain.model import Booking, Slot, format_instant
+from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery, SlotSearchResult
+
+__all__ = [
+    "Migration",
+    "SqliteBookingStore",
+    "SqliteTransaction",
+    "booking_from_json",
+    "booking_to_json",
+    "load_migrations",
+    "split_statements",
+]
 
 logger = logging.getLogger("expert_booking.store")
 
@@ -73,33 +91,32 @@ _SQLITE_LOCKED = 6
 _SQLITE_MAX_INTEGER = 2**63 - 1
 _SEED_VERSION = 1  # the seed is written in the transaction that creates the schema
 
-_SLOT_COLUMNS = """
-    s.slot_id, s.expert_id, e.name AS expert_name, e.specialty, s.starts_at, s.ends_at,
-    s.price_amount, s.price_currency
-"""
-
 _GET_SLOT = f"""
-SELECT {_SLOT_COLUMNS}
+SELECT {SLOT_COLUMNS}
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
 WHERE s.slot_id = ?
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
+# Experts first: the text and specialty filters run once per expert row (casefold is a Python
+# call), then index slots_by_expert_start (migration 2) reaches each matching expert's slots.
 _FREE_SLOTS = """
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
-WHERE s.starts_at > :now
+WHERE s.expert_id IN (
+      SELECT x.expert_id FROM experts AS x
+      WHERE (:specialty IS NULL OR casefold(x.specialty) = :specialty)
+        AND NOT EXISTS (
+            SELECT 1 FROM json_each(:tokens) AS t
+            WHERE instr(casefold(x.name || ' ' || x.specialty || ' ' || x.keywords), t.value) = 0))
+  AND s.starts_at > :now
   AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
   AND (:starts_before IS NULL OR s.starts_at < :starts_before)
-  AND (:specialty IS NULL OR casefold(e.specialty) = :specialty)
-  AND NOT EXISTS (
-      SELECT 1 FROM json_each(:tokens) AS t
-      WHERE instr(casefold(e.name || ' ' || e.specialty || ' ' || e.keywords), t.value) = 0)
   AND NOT EXISTS (
       SELECT 1 FROM bookings AS b
       WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
 """
 
 _SEARCH_PAGE = f"""
-SELECT {_SLOT_COLUMNS}, COUNT(*) OVER () AS total
+SELECT {SLOT_COLUMNS}, COUNT(*) OVER () AS total
 {_FREE_SLOTS}
 ORDER BY s.starts_at, s.slot_id
 LIMIT :limit OFFSET :offset
@@ -107,14 +124,29 @@ LIMIT :limit OFFSET :offset
 
 _SEARCH_COUNT = f"SELECT COUNT(*) AS total {_FREE_SLOTS}"
 
-_BOOKING_COLUMNS = (
-    "booking_id, slot_id, expert_id, starts_at, ends_at, customer_json, status, version, "
-    "held_at, expires_at, confirmed_at, payment_page_url, payment_status, payment_amount, "
-    "payment_currency, paid_at"
-)
+_NEXT_HOLD_EXPIRY = "SELECT MIN(expires_at) AS next_hold_expiry FROM bookings WHERE status = 'HELD'"
+
+# The page, its total and the earliest hold expiry from ONE snapshot; always at least one row.
+_PEEK_PAGE = f"""
+SELECT held.next_hold_expiry, page.*
+FROM ({_NEXT_HOLD_EXPIRY}) AS held
+LEFT JOIN ({_SEARCH_PAGE}) AS page ON 1
+ORDER BY page.starts_at, page.slot_id
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
+# Everything a hold reads, in one statement (one row): the idempotency record, the slot, and
+# whether a release is due. A release changes neither the record nor the slot row.
+_HOLD_LOOKUP = f"""
+SELECT i.fingerprint, i.booking_json, i.error_code,
+       ({_NEXT_HOLD_EXPIRY}) AS next_hold_expiry, {SLOT_COLUMNS}
+FROM (SELECT 1) AS one
+LEFT JOIN idempotency AS i ON i.scope = :scope AND i.key = :key
+LEFT JOIN slots AS s ON s.slot_id = :slot_id
+LEFT JOIN experts AS e ON e.expert_id = s.expert_id
+"""  # noqa: S608 - constant SQL fragments only, values are bound
 
 _INSERT_BOOKING = (
-    f"INSERT INTO bookings ({_BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
+    f"INSERT INTO bookings ({BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
@@ -177,6 +209,7 @@ class SqliteBookingStore:
     def __init__(self, connection: aiosqlite.Connection) -> None:
         """Wrap an open connection; use :meth:`open`, which also configures and migrates."""
         self._conn = connection
+        self._reader: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -217,6 +250,7 @@ class SqliteBookingStore:
             ):
                 await store._call(conn.execute_fetchall(pragma))
             await store._migrate()
+            store._reader = await store._call(_open_reader(str(path), busy_timeout_ms))
         except BaseException:
             await conn.close()
             raise
@@ -226,6 +260,45 @@ class SqliteBookingStore:
         """Wait for the running transaction, then close the connection (idempotent)."""
         async with self._lock:
             await self._conn.close()
+            if self._reader is not None:
+                await self._reader.close()
+
+    async def peek_booking(self, booking_id: str) -> Booking | None:
+        """The last committed state of a booking, read without the write lock (one hop).
+
+        Overdue holds are not released: a HELD booking may be past ``expires_at``.
+        """
+        rows = await self._read(
+            f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?",  # noqa: S608 - constant
+            (booking_id,),
+        )
+        return booking_from_row(rows[0]) if rows else None
+
+    async def peek_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> SlotSearchResult:
+        """``search_free_slots`` and ``next_hold_expiry`` from one committed snapshot (one hop).
+
+        Overdue holds are not released: when ``next_hold_expiry <= now`` their slots are
+        missing from the page.
+        """
+        params = _search_params(query, now, offset, limit)
+        rows = await self._read(_PEEK_PAGE, params)
+        next_expiry = optional_instant(rows[0]["next_hold_expiry"])
+        if rows[0]["slot_id"] is not None:
+            slots = [slot_from_row(row) for row in rows]
+            return SlotSearchResult(slots, int(rows[0]["total"]), next_expiry)
+        total = 0
+        if offset > 0:  # past the end: count separately (a later snapshot, as paging allows)
+            total = int((await self._read(_SEARCH_COUNT, params))[0]["total"])
+        return SlotSearchResult([], total, next_expiry)
+
+    async def _read(self, sql: str, params: Iterable[Any] | dict[str, Any]) -> list[sqlite3.Row]:
+        """One statement on the read-only connection: autocommit, so its own snapshot."""
+        if self._reader is None:
+            msg = "the store is not open"
+            raise RuntimeError(msg)
+        return list(await self._call(self._reader.execute_fetchall(sql, params)))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqliteTransaction]:
@@ -342,10 +415,8 @@ class SqliteTransaction:
 
     async def next_hold_expiry(self) -> datetime | None:
         """The earliest ``expires_at`` of a HELD booking, if any."""
-        rows = await self._fetch(
-            "SELECT MIN(expires_at) AS expires_at FROM bookings WHERE status = 'HELD'", ()
-        )
-        return _optional_instant(rows[0]["expires_at"])
+        rows = await self._fetch(_NEXT_HOLD_EXPIRY, ())
+        return optional_instant(rows[0][0])
 
     async def search_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
@@ -355,35 +426,43 @@ class SqliteTransaction:
         Text tokens (split on whitespace) must all occur, case-folded, in the expert's name,
         specialty or keywords; the specialty filter is an exact, case-folded match.
         """
-        params = {
-            "now": format_instant(now),
-            "starts_after": _optional_text(query.starts_after),
-            "starts_before": _optional_text(query.starts_before),
-            "specialty": None if query.specialty is None else query.specialty.casefold(),
-            "tokens": json.dumps(query.text.casefold().split(), ensure_ascii=False),
-            "limit": max(0, min(limit, _SQLITE_MAX_INTEGER)),
-            "offset": max(0, min(offset, _SQLITE_MAX_INTEGER)),
-        }
+        params = _search_params(query, now, offset, limit)
         rows = await self._fetch(_SEARCH_PAGE, params)
         if rows:
-            return [_slot_from_row(row) for row in rows], int(rows[0]["total"])
+            return [slot_from_row(row) for row in rows], int(rows[0]["total"])
         if offset == 0:
             return [], 0
         counted = await self._fetch(_SEARCH_COUNT, params)
         return [], int(counted[0]["total"])
 
+    async def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+        """The idempotency record, the slot and the earliest hold expiry, in one statement."""
+        rows = await self._fetch(_HOLD_LOOKUP, {"scope": scope, "key": key, "slot_id": slot_id})
+        row = rows[0]
+        record = None
+        if row["fingerprint"] is not None:
+            record = IdempotencyRecord(
+                scope=scope,
+                key=key,
+                fingerprint=row["fingerprint"],
+                booking=booking_from_json(row["booking_json"]),
+                error_code=row["error_code"],
+            )
+        slot = slot_from_row(row) if row["slot_id"] is not None else None
+        return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
+
     async def get_slot(self, slot_id: str) -> Slot | None:
         """The slot with this id joined with its expert, or ``None``."""
         rows = await self._fetch(_GET_SLOT, (slot_id,))
-        return _slot_from_row(rows[0]) if rows else None
+        return slot_from_row(rows[0]) if rows else None
 
     async def get_booking(self, booking_id: str) -> Booking | None:
         """The stored booking, or ``None``."""
         rows = await self._fetch(
-            f"SELECT {_BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?",  # noqa: S608 - constant
+            f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?",  # noqa: S608 - constant
             (booking_id,),
         )
-        return _booking_from_row(rows[0]) if rows else None
+        return booking_from_row(rows[0]) if rows else None
 
     async def insert_booking(self, booking: Booking) -> None:
         """Insert a new booking.
@@ -391,7 +470,7 @@ class SqliteTransaction:
         Raises:
             SlotUnavailableError: the slot already has an active booking.
         """
-        await self._write(_INSERT_BOOKING, _booking_params(booking), slot_id=booking.slot_id)
+        await self._write(_INSERT_BOOKING, booking_params(booking), slot_id=booking.slot_id)
 
     async def update_booking(self, booking: Booking, expected_version: int) -> None:
         """Replace the stored booking if its stored version is ``expected_version``.
@@ -403,7 +482,7 @@ class SqliteTransaction:
         """
         changed = await self._write(
             _UPDATE_BOOKING,
-            (*_booking_params(booking)[1:], booking.booking_id, expected_version),
+            (*booking_params(booking)[1:], booking.booking_id, expected_version),
             slot_id=booking.slot_id,
         )
         if changed:
@@ -489,144 +568,35 @@ def _translate(exc: sqlite3.Error) -> BookingError:
     return InternalError()
 
 
+async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
+    """The read-only connection: WAL lets it read the last commit while a writer works."""
+    reader = await aiosqlite.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    try:
+        reader.row_factory = sqlite3.Row
+        await reader.create_function("casefold", 1, _casefold, deterministic=True)
+        await reader.execute_fetchall(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await reader.execute_fetchall("PRAGMA query_only = ON")
+    except BaseException:
+        await reader.close()
+        raise
+    return reader
+
+
+def _search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> dict[str, Any]:
+    return {
+        "now": format_instant(now),
+        "starts_after": optional_text(query.starts_after),
+        "starts_before": optional_text(query.starts_before),
+        "specialty": None if query.specialty is None else query.specialty.casefold(),
+        "tokens": json.dumps(query.text.casefold().split(), ensure_ascii=False),
+        "limit": max(0, min(limit, _SQLITE_MAX_INTEGER)),
+        "offset": max(0, min(offset, _SQLITE_MAX_INTEGER)),
+    }
+
+
 def _probe(path: str) -> None:
     sqlite3.connect(path).close()
 
 
 def _casefold(value: object) -> object:
     return value.casefold() if isinstance(value, str) else value
-
-
-def _optional_text(value: datetime | None) -> str | None:
-    return None if value is None else format_instant(value)
-
-
-def _optional_instant(value: str | None) -> datetime | None:
-    return None if value is None else parse_instant(value)
-
-
-def _slot_from_row(row: sqlite3.Row) -> Slot:
-    return Slot(
-        slot_id=row["slot_id"],
-        expert_id=row["expert_id"],
-        expert_name=row["expert_name"],
-        specialty=row["specialty"],
-        starts_at=parse_instant(row["starts_at"]),
-        ends_at=parse_instant(row["ends_at"]),
-        price=Money(amount=row["price_amount"], currency=row["price_currency"]),
-    )
-
-
-def customer_to_json(customer: Customer) -> str:
-    """The customer as compact JSON, exactly as given; absent optional keys are omitted."""
-    doc = {"name": customer.name, "email": customer.email}
-    if customer.phone is not None:
-        doc["phone"] = customer.phone
-    if customer.note is not None:
-        doc["note"] = customer.note
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-
-
-def _customer_from_doc(doc: dict[str, Any]) -> Customer:
-    return Customer(
-        name=doc["name"], email=doc["email"], phone=doc.get("phone"), note=doc.get("note")
-    )
-
-
-def _booking_params(booking: Booking) -> tuple[Any, ...]:
-    payment = booking.payment
-    return (
-        booking.booking_id,
-        booking.slot_id,
-        booking.expert_id,
-        format_instant(booking.starts_at),
-        format_instant(booking.ends_at),
-        customer_to_json(booking.customer),
-        booking.status.value,
-        booking.version,
-        format_instant(booking.held_at),
-        format_instant(booking.expires_at),
-        _optional_text(booking.confirmed_at),
-        booking.payment_page_url,
-        payment.status.value,
-        payment.price.amount,
-        payment.price.currency,
-        _optional_text(payment.paid_at),
-    )
-
-
-def _booking_from_row(row: sqlite3.Row) -> Booking:
-    return Booking(
-        booking_id=row["booking_id"],
-        slot_id=row["slot_id"],
-        expert_id=row["expert_id"],
-        starts_at=parse_instant(row["starts_at"]),
-        ends_at=parse_instant(row["ends_at"]),
-        customer=_customer_from_doc(json.loads(row["customer_json"])),
-        status=BookingStatus(row["status"]),
-        version=row["version"],
-        held_at=parse_instant(row["held_at"]),
-        expires_at=parse_instant(row["expires_at"]),
-        confirmed_at=_optional_instant(row["confirmed_at"]),
-        payment_page_url=row["payment_page_url"],
-        # The booking id is the immutable payment query id (spec, payment seam).
-        payment=Payment(
-            query_id=row["booking_id"],
-            status=PaymentStatus(row["payment_status"]),
-            price=Money(amount=row["payment_amount"], currency=row["payment_currency"]),
-            paid_at=_optional_instant(row["paid_at"]),
-        ),
-    )
-
-
-def booking_to_json(booking: Booking) -> str:
-    """The booking snapshot stored with an idempotency record (restored by the inverse)."""
-    payment = booking.payment
-    doc = {
-        "bookingId": booking.booking_id,
-        "slotId": booking.slot_id,
-        "expertId": booking.expert_id,
-        "startsAt": format_instant(booking.starts_at),
-        "endsAt": format_instant(booking.ends_at),
-        "customer": json.loads(customer_to_json(booking.customer)),
-        "status": booking.status.value,
-        "version": booking.version,
-        "heldAt": format_instant(booking.held_at),
-        "expiresAt": format_instant(booking.expires_at),
-        "confirmedAt": _optional_text(booking.confirmed_at),
-        "paymentPageUrl": booking.payment_page_url,
-        "payment": {
-            "queryId": payment.query_id,
-            "status": payment.status.value,
-            "amount": payment.price.amount,
-            "currency": payment.price.currency,
-            "paidAt": _optional_text(payment.paid_at),
-        },
-    }
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-
-
-def booking_from_json(text: str) -> Booking:
-    """Inverse of :func:`booking_to_json`."""
-    doc = json.loads(text)
-    payment = doc["payment"]
-    return Booking(
-        booking_id=doc["bookingId"],
-        slot_id=doc["slotId"],
-        expert_id=doc["expertId"],
-        starts_at=parse_instant(doc["startsAt"]),
-        ends_at=parse_instant(doc["endsAt"]),
-        customer=_customer_from_doc(doc["customer"]),
-        status=BookingStatus(doc["status"]),
-        version=doc["version"],
-        held_at=parse_instant(doc["heldAt"]),
-        expires_at=parse_instant(doc["expiresAt"]),
-        confirmed_at=_optional_instant(doc["confirmedAt"]),
-        payment_page_url=doc["paymentPageUrl"],
-        payment=Payment(
-            query_id=payment["queryId"],
-            status=PaymentStatus(payment["status"]),
-            price=Money(amount=payment["amount"], currency=payment["currency"]),
-            paid_at=_optional_instant(payment["paidAt"]),
-        ),
-    )

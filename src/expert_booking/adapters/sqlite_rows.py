@@ -1,0 +1,171 @@
+"""Row and JSON mapping of the SQLite store: domain objects to bound parameters and back.
+
+Instants are RFC 3339 UTC strings with milliseconds (``format_instant``), which order as text;
+money is kept as the exact strings; the customer as JSON exactly as given, without absent
+optional keys. Idempotency records store the booking snapshot as JSON (``booking_to_json``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    Money,
+    Payment,
+    PaymentStatus,
+    Slot,
+    format_instant,
+    parse_instant,
+)
+
+SLOT_COLUMNS = """
+    s.slot_id, s.expert_id, e.name AS expert_name, e.specialty, s.starts_at, s.ends_at,
+    s.price_amount, s.price_currency
+"""
+
+BOOKING_COLUMNS = (
+    "booking_id, slot_id, expert_id, starts_at, ends_at, customer_json, status, version, "
+    "held_at, expires_at, confirmed_at, payment_page_url, payment_status, payment_amount, "
+    "payment_currency, paid_at"
+)
+
+
+def optional_text(value: datetime | None) -> str | None:
+    return None if value is None else format_instant(value)
+
+
+def optional_instant(value: str | None) -> datetime | None:
+    return None if value is None else parse_instant(value)
+
+
+def slot_from_row(row: sqlite3.Row) -> Slot:
+    return Slot(
+        slot_id=row["slot_id"],
+        expert_id=row["expert_id"],
+        expert_name=row["expert_name"],
+        specialty=row["specialty"],
+        starts_at=parse_instant(row["starts_at"]),
+        ends_at=parse_instant(row["ends_at"]),
+        price=Money(amount=row["price_amount"], currency=row["price_currency"]),
+    )
+
+
+def customer_to_json(customer: Customer) -> str:
+    """The customer as compact JSON, exactly as given; absent optional keys are omitted."""
+    doc = {"name": customer.name, "email": customer.email}
+    if customer.phone is not None:
+        doc["phone"] = customer.phone
+    if customer.note is not None:
+        doc["note"] = customer.note
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def _customer_from_doc(doc: dict[str, Any]) -> Customer:
+    return Customer(
+        name=doc["name"], email=doc["email"], phone=doc.get("phone"), note=doc.get("note")
+    )
+
+
+def booking_params(booking: Booking) -> tuple[Any, ...]:
+    payment = booking.payment
+    return (
+        booking.booking_id,
+        booking.slot_id,
+        booking.expert_id,
+        format_instant(booking.starts_at),
+        format_instant(booking.ends_at),
+        customer_to_json(booking.customer),
+        booking.status.value,
+        booking.version,
+        format_instant(booking.held_at),
+        format_instant(booking.expires_at),
+        optional_text(booking.confirmed_at),
+        booking.payment_page_url,
+        payment.status.value,
+        payment.price.amount,
+        payment.price.currency,
+        optional_text(payment.paid_at),
+    )
+
+
+def booking_from_row(row: sqlite3.Row) -> Booking:
+    return Booking(
+        booking_id=row["booking_id"],
+        slot_id=row["slot_id"],
+        expert_id=row["expert_id"],
+        starts_at=parse_instant(row["starts_at"]),
+        ends_at=parse_instant(row["ends_at"]),
+        customer=_customer_from_doc(json.loads(row["customer_json"])),
+        status=BookingStatus(row["status"]),
+        version=row["version"],
+        held_at=parse_instant(row["held_at"]),
+        expires_at=parse_instant(row["expires_at"]),
+        confirmed_at=optional_instant(row["confirmed_at"]),
+        payment_page_url=row["payment_page_url"],
+        # The booking id is the immutable payment query id (spec, payment seam).
+        payment=Payment(
+            query_id=row["booking_id"],
+            status=PaymentStatus(row["payment_status"]),
+            price=Money(amount=row["payment_amount"], currency=row["payment_currency"]),
+            paid_at=optional_instant(row["paid_at"]),
+        ),
+    )
+
+
+def booking_to_json(booking: Booking) -> str:
+    """The booking snapshot stored with an idempotency record (restored by the inverse)."""
+    payment = booking.payment
+    doc = {
+        "bookingId": booking.booking_id,
+        "slotId": booking.slot_id,
+        "expertId": booking.expert_id,
+        "startsAt": format_instant(booking.starts_at),
+        "endsAt": format_instant(booking.ends_at),
+        "customer": json.loads(customer_to_json(booking.customer)),
+        "status": booking.status.value,
+        "version": booking.version,
+        "heldAt": format_instant(booking.held_at),
+        "expiresAt": format_instant(booking.expires_at),
+        "confirmedAt": optional_text(booking.confirmed_at),
+        "paymentPageUrl": booking.payment_page_url,
+        "payment": {
+            "queryId": payment.query_id,
+            "status": payment.status.value,
+            "amount": payment.price.amount,
+            "currency": payment.price.currency,
+            "paidAt": optional_text(payment.paid_at),
+        },
+    }
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def booking_from_json(text: str) -> Booking:
+    """Inverse of :func:`booking_to_json`."""
+    doc = json.loads(text)
+    payment = doc["payment"]
+    return Booking(
+        booking_id=doc["bookingId"],
+        slot_id=doc["slotId"],
+        expert_id=doc["expertId"],
+        starts_at=parse_instant(doc["startsAt"]),
+        ends_at=parse_instant(doc["endsAt"]),
+        customer=_customer_from_doc(doc["customer"]),
+        status=BookingStatus(doc["status"]),
+        version=doc["version"],
+        held_at=parse_instant(doc["heldAt"]),
+        expires_at=parse_instant(doc["expiresAt"]),
+        confirmed_at=optional_instant(doc["confirmedAt"]),
+        payment_page_url=doc["paymentPageUrl"],
+        payment=Payment(
+            query_id=payment["queryId"],
+            status=PaymentStatus(payment["status"]),
+            price=Money(amount=payment["amount"], currency=payment["currency"]),
+            paid_at=optional_instant(payment["paidAt"]),
+        ),
+    )
