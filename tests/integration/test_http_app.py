@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,7 +17,9 @@ import pytest
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from expert_booking.bootstrap import build_asgi_app
 from expert_booking.client import ExchangeRecorder, open_client
+from expert_booking.edge import timestamps
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.wire_time import SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.settings import Settings
@@ -484,3 +487,73 @@ async def test_the_official_client_through_the_adapter_sees_an_ordered_chain() -
         assert meta["clientSentAt"] == exchange.client_sent_at
         assert meta["serverReceivedAt"] == exchange.server_received_at
         assert meta["serverRespondedAt"] == exchange.server_responded_at
+
+
+STAMPS = {
+    "clientSentAt": SENT,
+    "serverReceivedAt": stamp(0),
+    "serverRespondedAt": stamp(1),
+}
+
+
+async def test_the_textual_meta_merge_equals_the_reencoding_on_real_responses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real server's tools/list and tools/call bodies take the fast merge, same JSON."""
+    bodies: list[bytes] = []
+    merge = timestamps._merge_result_meta
+
+    def recording(body: bytes, *stamps: Any) -> bytes:
+        bodies.append(body)
+        return merge(body, *stamps)
+
+    monkeypatch.setattr(timestamps, "_merge_result_meta", recording)
+    app = build_asgi_app(Settings(db_path=tmp_path / "booking.db"), clock=TickingClock())
+    listing = rpc("tools/list")
+    call = rpc(name="tool_catalog.search", arguments={"query": "预约 buchen", "limit": 2})
+    with anyio.fail_after(20):
+        async with inprocess_app(app) as transport, httpx2.AsyncClient(transport=transport) as c:
+            listed = await post(c, listing, without(headers("tools/list"), "mcp-name"))
+            called = await post(c, call, headers(**{"mcp-name": "tool_catalog.search"}))
+    assert listed.status_code == called.status_code == 200
+    assert len(bodies) == 2
+    for body in bodies:
+        fast = timestamps._insert_stamps(body, STAMPS)
+        assert fast is not None  # the SDK's shape: result._meta last, with serverInfo
+        slow = timestamps._reencode_with_stamps(body, STAMPS)
+        assert json.loads(fast) == json.loads(slow)
+        assert json.loads(fast)["result"]["_meta"].items() >= STAMPS.items()
+        assert fast.startswith(body[: body.rindex(b'"_meta":{')])  # only _meta was touched
+    assert listed.json()["result"]["_meta"]["serverRespondedAt"] == stamp(1)
+    assert called.json()["result"]["structuredContent"]["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "fast"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"result":{}}', True),
+        (b'{"jsonrpc":"2.0","id":"a","result":{"x":1}}', True),
+        (b'{"jsonrpc":"2.0","id":-3,"result":{"_meta":{}}}\n', True),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"x":{"_meta":{}},"_meta":{"k":"\xc3\xa9"}}}', True),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{"k":1},"_meta":{"j":2}}}', True),
+        # A stamp key already there: overwritten by the re-encoding, never duplicated.
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{"serverReceivedAt":"old"}}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{},"x":1}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{} }}', False),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":null}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}},"x":{"_meta":{}}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}', False),
+        (b'{"jsonrpc":"2.0","id":1.5,"result":{}}', False),
+        (b'{"jsonrpc":"2.0","id":"\x01","result":{}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}', False),
+    ],
+)
+def test_the_textual_meta_merge_is_taken_only_where_it_is_exact(body: bytes, fast: bool) -> None:
+    inserted = timestamps._insert_stamps(body, STAMPS)
+    assert (inserted is not None) is fast
+    merged = timestamps._merge_result_meta(body, SENT, stamp(0), stamp(1))
+    reencoded = timestamps._reencode_with_stamps(body, STAMPS)
+    if reencoded == body:
+        assert merged == body
+    else:
+        assert json.loads(merged) == json.loads(reencoded)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.edge.schemas import SchemaLoadError, SchemaRegistry
 from expert_booking.edge.validation import (
     LONE_SURROGATE_MESSAGE,
     ecma_regex,
@@ -274,3 +275,20 @@ def test_currency_pattern_rejects_a_trailing_newline() -> None:
 )
 def test_ecma_regex_translation(pattern: str, text: str, matches: bool) -> None:
     assert (ecma_regex(pattern).search(text) is not None) is matches
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'{"type": "object"}\n',
+        b'{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}\n',
+        b'{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "array"}\n',
+        b"[]\n",
+    ],
+)
+def test_the_registry_refuses_a_document_that_is_not_a_2020_12_object_schema(
+    tmp_path: Path, document: bytes
+) -> None:
+    (tmp_path / "doc.json").write_bytes(document)
+    with pytest.raises(SchemaLoadError):
+        SchemaRegistry.load(tmp_path)

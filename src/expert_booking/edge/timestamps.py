@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -121,6 +122,71 @@ def _merge_result_meta(
     body: bytes, client_sent_at: str | None, received_at: str, responded_at: str
 ) -> bytes:
     """Return ``body`` with the wire timestamps merged into ``result._meta`` (if it has one)."""
+    stamps = {SERVER_RECEIVED_META: received_at, SERVER_RESPONDED_META: responded_at}
+    if client_sent_at is not None:
+        stamps = {CLIENT_SENT_META: client_sent_at, **stamps}
+    inserted = _insert_stamps(body, stamps)
+    return inserted if inserted is not None else _reencode_with_stamps(body, stamps)
+
+
+# The SDK's JSON-RPC success response, up to the value of ``result`` (an ASCII prefix).
+_RESULT_PREFIX = re.compile(
+    rb'\{"jsonrpc":"2\.0","id":(?:-?(?:0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*"),"result":(?=\{)'
+)
+_DECODER = json.JSONDecoder()
+_JSON_SPACE = " \t\n\r"
+
+
+def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
+    """``body`` with ``stamps`` written into ``result._meta`` as text; ``None``: not that shape.
+
+    Saves the re-encoding of the whole response (two thirds of the cost; tools/list is 6 KB).
+    ``result`` is still parsed, so this gives the same parsed message as
+    ``_reencode_with_stamps`` for any body it accepts: the body must be exactly
+    ``{"jsonrpc":"2.0","id":<int or plain string>,"result":<object>}`` (so valid JSON with no
+    other top-level member), and ``result`` must either end with a ``_meta`` object holding
+    none of the stamp keys (the SDK puts ``_meta`` last, with its serverInfo) or have no
+    ``_meta`` at all. The stamps then go in right before the closing brace of that last
+    member (with duplicate ``_meta`` keys the last one is the one a parser keeps), so no key
+    is duplicated or lost. Anything else returns ``None``.
+    """
+    prefix = _RESULT_PREFIX.match(body)
+    if prefix is None:
+        return None
+    try:
+        text = body.decode("utf-8")
+        result, end = _DECODER.raw_decode(text, prefix.end())
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(result, dict) or text[end:].rstrip(_JSON_SPACE) != "}":
+        return None
+    members = json.dumps(stamps, separators=(",", ":"))[1:-1]  # "k":"v",... without braces
+    meta = result.get("_meta")
+    if meta is None and "_meta" not in result:
+        # Before the closing brace of result.
+        insert_at, members = end - 1, f'"_meta":{{{members}}}'
+        if result:
+            members = "," + members
+    elif (
+        isinstance(meta, dict)
+        and next(reversed(result)) == "_meta"
+        and text[end - 2] == "}"
+        and not stamps.keys() & meta.keys()
+    ):
+        # Before the closing brace of result._meta, the last member of result.
+        insert_at = end - 2
+        if meta:
+            members = "," + members
+    else:
+        return None
+    # Everything from insert_at on is ASCII ("}}" or "}" then "}" and JSON space), so the
+    # byte offset is the character offset counted from the end.
+    cut = len(body) - (len(text) - insert_at)
+    return body[:cut] + members.encode() + body[cut:]
+
+
+def _reencode_with_stamps(body: bytes, stamps: dict[str, str]) -> bytes:
+    """The general path: parse the whole message, merge ``stamps``, encode it again."""
     try:
         message: Any = json.loads(body)
     except (ValueError, RecursionError):
@@ -134,8 +200,5 @@ def _merge_result_meta(
     if not isinstance(meta, dict):
         meta = {}
         result["_meta"] = meta
-    if client_sent_at is not None:
-        meta[CLIENT_SENT_META] = client_sent_at
-    meta[SERVER_RECEIVED_META] = received_at
-    meta[SERVER_RESPONDED_META] = responded_at
+    meta.update(stamps)
     return json.dumps(message, separators=(",", ":")).encode()
