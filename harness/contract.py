@@ -90,16 +90,16 @@ def schema_files() -> list[Path]:
     return sorted(SCHEMAS.glob("*.json"))
 
 
-def _walk(node: Any, pointer: str = "") -> list[tuple[str, dict[str, Any]]]:
+def walk(node: Any, pointer: str = "") -> list[tuple[str, dict[str, Any]]]:
     """Every object inside ``node`` with its JSON Pointer, ``node`` itself first."""
     found: list[tuple[str, dict[str, Any]]] = []
     if isinstance(node, dict):
         found.append((pointer, node))
         for key, value in node.items():
-            found.extend(_walk(value, f"{pointer}/{_escape(key)}"))
+            found.extend(walk(value, f"{pointer}/{_escape(key)}"))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            found.extend(_walk(value, f"{pointer}/{index}"))
+            found.extend(walk(value, f"{pointer}/{index}"))
     return found
 
 
@@ -150,7 +150,7 @@ def document_problems(path: Path, text: str) -> list[str]:
         problems.append(f"{name}: $id must be urn:expert-booking:schema:{path.stem}:v<N>")
     if document.get("type") != "object":
         problems.append(f"{name}: the root must have type object")
-    for pointer, node in _walk(document):
+    for pointer, node in walk(document):
         ref = node.get("$ref")
         if isinstance(ref, str) and not _resolve_local(document, ref):
             problems.append(f"{name}: {pointer}/$ref {ref!r} is not a resolvable local reference")

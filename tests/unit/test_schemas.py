@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unus
 
 from expert_booking.domain.errors import ERROR_CATALOG
 from expert_booking.domain.model import Intent
-from harness.contract import breaking_changes, drift, major_version
+from harness.contract import breaking_changes, drift, major_version, walk
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 DOCUMENT_KEYS = ("$schema", "$id", "$defs")
@@ -47,18 +47,6 @@ def _load_all() -> dict[str, dict[str, Any]]:
 
 
 DOCUMENTS = _load_all()
-
-
-def _nodes(node: Any, pointer: str = "") -> list[tuple[str, dict[str, Any]]]:
-    found: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(node, dict):
-        found.append((pointer, node))
-        for key, value in node.items():
-            found.extend(_nodes(value, f"{pointer}/{key}"))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found.extend(_nodes(value, f"{pointer}/{index}"))
-    return found
 
 
 def _validator(stem: str) -> Draft202012Validator:
@@ -183,7 +171,7 @@ def test_schema_is_a_valid_draft_2020_12_object_document_with_versioned_id(stem)
 def test_every_object_with_properties_forbids_additional_properties(stem):
     open_objects = [
         pointer
-        for pointer, node in _nodes(DOCUMENTS[stem])
+        for pointer, node in walk(DOCUMENTS[stem])
         if node.get("type") == "object"
         and "properties" in node
         and node.get("additionalProperties") is not False
@@ -194,7 +182,7 @@ def test_every_object_with_properties_forbids_additional_properties(stem):
 @pytest.mark.parametrize("stem", sorted(EXPECTED_DOCUMENTS))
 def test_every_reference_is_local_and_points_into_the_same_document(stem):
     document = DOCUMENTS[stem]
-    for _, node in _nodes(document):
+    for _, node in walk(document):
         ref = node.get("$ref")
         if ref is None:
             continue
@@ -212,7 +200,7 @@ def test_schema_file_is_in_canonical_json_formatting(stem):
 def test_every_property_has_a_description_for_the_reading_model(stem):
     undocumented = [
         f"{pointer}/properties/{name}"
-        for pointer, node in _nodes(DOCUMENTS[stem])
+        for pointer, node in walk(DOCUMENTS[stem])
         if isinstance(node.get("properties"), dict)
         for name, schema in node["properties"].items()
         if not schema.get("description")
