@@ -56,14 +56,22 @@ def slot_from_row(row: sqlite3.Row) -> Slot:
     )
 
 
-def customer_to_json(customer: Customer) -> str:
-    """The customer as compact JSON, exactly as given; absent optional keys are omitted."""
+# Reused: json.dumps with options builds a new encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _customer_doc(customer: Customer) -> dict[str, str]:
     doc = {"name": customer.name, "email": customer.email}
     if customer.phone is not None:
         doc["phone"] = customer.phone
     if customer.note is not None:
         doc["note"] = customer.note
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return doc
+
+
+def customer_to_json(customer: Customer) -> str:
+    """The customer as compact JSON, exactly as given; absent optional keys are omitted."""
+    return _ENCODER.encode(_customer_doc(customer))
 
 
 def _customer_from_doc(doc: dict[str, Any]) -> Customer:
@@ -127,7 +135,7 @@ def booking_to_json(booking: Booking) -> str:
         "expertId": booking.expert_id,
         "startsAt": format_instant(booking.starts_at),
         "endsAt": format_instant(booking.ends_at),
-        "customer": json.loads(customer_to_json(booking.customer)),
+        "customer": _customer_doc(booking.customer),
         "status": booking.status.value,
         "version": booking.version,
         "heldAt": format_instant(booking.held_at),
@@ -142,7 +150,7 @@ def booking_to_json(booking: Booking) -> str:
             "paidAt": optional_text(payment.paid_at),
         },
     }
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(doc)
 
 
 def booking_from_json(text: str) -> Booking:

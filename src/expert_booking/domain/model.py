@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+# Reused: json.dumps with options builds a new encoder per call.
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 class BookingStatus(StrEnum):
     """Lifecycle of a booking (see NOTES.md, state machine)."""
@@ -141,7 +144,7 @@ class Intent:
             "startsAt": self.starts_at,
             "version": self.version,
         }
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return _CANONICAL_ENCODER.encode(doc).encode()
 
     def digest(self) -> str:
         """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""

@@ -21,6 +21,8 @@ logger = logging.getLogger("expert_booking.edge")
 
 T = TypeVar("T")
 BookingRenderer = Callable[[Booking], dict[str, Any]]
+# Reused: json.dumps with options builds a new encoder per call.
+_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def build_meta(
@@ -98,7 +100,7 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
 
 def to_call_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
     """The MCP result: the envelope as structured content and as one compact JSON text."""
-    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    text = _TEXT_ENCODER.encode(envelope)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=dict(envelope),

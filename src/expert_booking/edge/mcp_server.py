@@ -12,6 +12,7 @@ from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import x_mcp_header_map
 
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import format_instant, parse_instant
@@ -107,6 +108,10 @@ def build_mcp_server(
         service=service, catalog=ToolCatalog(registry), registry=registry, observer=observer
     )
     schemas = {name: document.schema for name, document in dispatcher.inputs.items()}
+    # The SDK's only use of get_tool_input_schema is Mcp-Param-* header validation, which walks
+    # the schema on every tools/call; a schema without x-mcp-header has nothing to validate
+    # (``None`` says so), so only annotated schemas are handed out (none today).
+    header_schemas = {name: schema for name, schema in schemas.items() if x_mcp_header_map(schema)}
     listing = types.ListToolsResult(
         tools=[
             types.Tool(
@@ -149,7 +154,7 @@ def build_mcp_server(
         version=version,
         instructions=INSTRUCTIONS,
         cache_hints=dict.fromkeys(_LISTED_METHODS, LIST_CACHE_HINT),
-        get_tool_input_schema=schemas.get,
+        get_tool_input_schema=header_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_prompts=_no_prompts,

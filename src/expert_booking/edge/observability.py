@@ -36,6 +36,8 @@ _CALLER_LIMIT = 120
 _ZERO_TRACE = "0" * 32
 
 action_logger = logging.getLogger(ACTION_LOGGER)
+# One encoder for every action line: json.dumps with options builds a new one per call.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def derive_trace_id(request_span_id: str | None) -> str:
@@ -160,7 +162,7 @@ class ActionObserver:
             "errorCode": action.error_code,
             "cache": action.cache,
         }
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        line = _LINE_ENCODER.encode(record)
         # makeRecord + handle: the public path without findCaller's stack walk.
         action_logger.handle(
             action_logger.makeRecord(ACTION_LOGGER, logging.INFO, "", 0, line, (), None)

@@ -134,6 +134,7 @@ _RESULT_PREFIX = re.compile(
     rb'\{"jsonrpc":"2\.0","id":(?:-?(?:0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*"),"result":(?=\{)'
 )
 _DECODER = json.JSONDecoder()
+_STAMPS_ENCODER = json.JSONEncoder(separators=(",", ":"))
 _JSON_SPACE = " \t\n\r"
 
 
@@ -160,7 +161,7 @@ def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
         return None
     if not isinstance(result, dict) or text[end:].rstrip(_JSON_SPACE) != "}":
         return None
-    members = json.dumps(stamps, separators=(",", ":"))[1:-1]  # "k":"v",... without braces
+    members = _STAMPS_ENCODER.encode(stamps)[1:-1]  # "k":"v",... without braces
     meta = result.get("_meta")
     if meta is None and "_meta" not in result:
         # Before the closing brace of result.
