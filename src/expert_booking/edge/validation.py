@@ -122,7 +122,7 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
         fast = jsonschema_rs.Draft202012Validator(
             dict(schema), validate_formats=True, formats=_PYTHON_FORMATS
         )
-    except Exception:  # noqa: BLE001 - no twin is a slower path, never a wrong answer
+    except ValueError:  # an unsupported schema: no twin is a slower path, never a wrong answer
         return validator
     key = id(validator)
     _FAST[key] = (weakref.ref(validator), fast)
@@ -171,7 +171,7 @@ def fast_accepts(validator: Validator, instance: Any) -> bool:
         return False
     try:
         return bool(entry[1].is_valid(instance))
-    except Exception:  # noqa: BLE001 - anything unexpected: let the full path decide
+    except (ValueError, TypeError, OverflowError):  # e.g. a huge int: the full path decides
         return False
 
 
