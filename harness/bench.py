@@ -339,6 +339,17 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
     )
 
 
+def selected(only: list[str] | None) -> tuple[Config, ...]:
+    """The configurations whose name contains one of ``only`` (all without it), floor first."""
+    if not only:
+        return CONFIGS
+    return tuple(
+        config
+        for config in CONFIGS
+        if config.kind == "floor" or any(text in config.name for text in only)
+    )
+
+
 async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
     """How request ``i`` of ``config`` looks; a prepared config is prepared for ``count``."""
     if config.prepare is not None:
@@ -656,7 +667,9 @@ def _client(engine: str) -> HttpClient:
     return RawHttpClient() if engine == "raw" else make_http_client(connections=16)
 
 
-async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
+async def run(
+    plan: Plan, engine: str = "raw", configs: tuple[Config, ...] = CONFIGS
+) -> dict[str, Any]:
     pin = _pin(SERVER_CPU) is not None and _pin(LOADGEN_CPU) is not None
     if pin:
         os.sched_setaffinity(0, {LOADGEN_CPU})  # this thread; threads started later inherit it
@@ -707,7 +720,7 @@ async def run(plan: Plan, engine: str = "raw") -> dict[str, Any]:
                 get_booking_id=seed_hold.envelope["data"]["bookingId"],
             )
             started = time.perf_counter()
-            rows = await run_rounds(bench, CONFIGS)
+            rows = await run_rounds(bench, configs)
             elapsed = time.perf_counter() - started
             async with make_http_client(connections=1) as official:
                 context = await booking_bytes(official, urls["real"], stub)
@@ -750,6 +763,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="server CPU per request in process (no sockets) instead of the HTTP benchmark",
     )
+    parser.add_argument(
+        "--only",
+        metavar="TEXT",
+        action="append",
+        help="measure only configurations whose name contains TEXT (repeatable; floor always)",
+    )
     parser.add_argument("--profile", metavar="CONFIG", help="cProfile one configuration in process")
     parser.add_argument("--requests", type=int, default=2000, help="in-process requests per config")
     parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
@@ -776,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = dataclasses.replace(plan, slots=args.slots)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
-    report = asyncio.run(run(plan, args.engine))
+    report = asyncio.run(run(plan, args.engine, selected(args.only)))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"report: {out}")
