@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import anyio
+import anyio.to_thread
 
 from expert_booking.domain.model import (
     Booking,
@@ -18,7 +23,7 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
-from expert_booking.ports import TraceContext
+from expert_booking.ports import BookingStore, TraceContext, Transaction
 
 T0 = datetime(2030, 9, 1, tzinfo=UTC)
 SLOT_AI_001_STARTS_AT = datetime(2030, 9, 2, 2, tzinfo=UTC)
@@ -154,3 +159,37 @@ def make_booking(booking_id: str = "booking-x", **changes: Any) -> Booking:
         ),
     )
     return replace(base, **changes)
+
+
+@contextlib.asynccontextmanager
+async def transaction_held_open(
+    store: BookingStore, setup: Callable[[Transaction], object] | None = None
+) -> AsyncIterator[None]:
+    """Keep one write transaction of ``store`` open (after ``setup``) for the ``async with`` body.
+
+    The transaction's work blocks its worker thread on an event until the body ends, so the
+    event loop stays free and other transactions queue behind it. It then commits.
+    """
+    entered, release = threading.Event(), threading.Event()
+
+    def work(tx: Transaction) -> None:
+        try:
+            if setup is not None:
+                setup(tx)
+        finally:
+            entered.set()  # a failing setup ends the wait too; its error ends the task group
+        if not release.wait(timeout=_HOLD_OPEN_LIMIT_S):
+            msg = "transaction_held_open: the body did not end in time"
+            raise TimeoutError(msg)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(store.run, work)
+        with anyio.fail_after(_HOLD_OPEN_LIMIT_S):
+            await anyio.to_thread.run_sync(entered.wait)
+        try:
+            yield
+        finally:
+            release.set()
+
+
+_HOLD_OPEN_LIMIT_S = 10

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from expert_booking.ports import BookingStore, Clock, SlotQuery, SlotSearchResult, Transaction
     from expert_booking.settings import Settings
 
+T = TypeVar("T")
+
 
 class _StoreOpenedAtStartup:
     """Stands in for the store until the lifespan has opened it (the file is opened async)."""
@@ -39,8 +41,8 @@ class _StoreOpenedAtStartup:
     def bind(self, store: SqliteBookingStore) -> None:
         self._store = store
 
-    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
-        return self._opened().transaction()
+    async def run(self, work: Callable[[Transaction], T]) -> T:
+        return await self._opened().run(work)
 
     async def peek_booking(self, booking_id: str) -> Booking | None:
         return await self._opened().peek_booking(booking_id)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from expert_booking.domain.model import Booking, PaymentAnswer, Slot
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -82,34 +84,39 @@ class HoldLookup:
 
 
 class Transaction(Protocol):
-    """Operations available inside one store transaction (all or nothing)."""
+    """Operations available inside one store transaction (all or nothing).
 
-    async def release_overdue(self, now: datetime) -> int:
+    Synchronous on purpose: a transaction's whole body runs as one call on the store's own
+    worker (``BookingStore.run``), so it costs one hand-off between threads instead of one per
+    statement, and nothing else interleaves with it.
+    """
+
+    def release_overdue(self, now: datetime) -> int:
         """Mark HELD bookings with ``expires_at <= now`` EXPIRED (version + 1); return count."""
         ...
 
-    async def next_hold_expiry(self) -> datetime | None:
+    def next_hold_expiry(self) -> datetime | None:
         """The earliest ``expires_at`` of a HELD booking, if any."""
         ...
 
-    async def search_free_slots(
+    def search_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
     ) -> tuple[list[Slot], int]:
         """Free slots (no active booking, starting after ``now``) by start time; page and total."""
         ...
 
-    async def get_slot(self, slot_id: str) -> Slot | None: ...
+    def get_slot(self, slot_id: str) -> Slot | None: ...
 
-    async def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
-        """``get_idempotency``, ``get_slot`` and ``next_hold_expiry`` in one round trip.
+    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+        """``get_idempotency``, ``get_slot`` and ``next_hold_expiry`` in one statement.
 
         Valid before ``release_overdue``: a release changes neither the record nor the slot.
         """
         ...
 
-    async def get_booking(self, booking_id: str) -> Booking | None: ...
+    def get_booking(self, booking_id: str) -> Booking | None: ...
 
-    async def insert_booking(self, booking: Booking) -> None:
+    def insert_booking(self, booking: Booking) -> None:
         """Insert a new booking.
 
         Raises:
@@ -117,7 +124,7 @@ class Transaction(Protocol):
         """
         ...
 
-    async def update_booking(self, booking: Booking, expected_version: int) -> None:
+    def update_booking(self, booking: Booking, expected_version: int) -> None:
         """Replace the stored booking if its stored version is ``expected_version``.
 
         Raises:
@@ -125,9 +132,9 @@ class Transaction(Protocol):
         """
         ...
 
-    async def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None: ...
+    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None: ...
 
-    async def put_idempotency(self, record: IdempotencyRecord) -> None: ...
+    def put_idempotency(self, record: IdempotencyRecord) -> None: ...
 
 
 class BookingStore(Protocol):
@@ -135,7 +142,7 @@ class BookingStore(Protocol):
 
     The ``peek_*`` reads see the last committed state without taking the write lock and do NOT
     release overdue holds: a caller that finds an overdue hold (``expires_at <= now``) in what
-    it read must release and read again inside ``transaction()``.
+    it read must release and read again inside ``run``.
     """
 
     async def peek_booking(self, booking_id: str) -> Booking | None:
@@ -148,8 +155,13 @@ class BookingStore(Protocol):
         """``search_free_slots`` and ``next_hold_expiry`` from one committed snapshot."""
         ...
 
-    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
-        """Open a write transaction; commit on normal exit, roll back on any exception.
+    async def run(self, work: Callable[[Transaction], T]) -> T:
+        """Run ``work`` as one write transaction and return what it returns.
+
+        ``work`` is called once, synchronously, off the event loop; it must only compute and
+        use its ``Transaction`` (no awaiting, no other I/O). The transaction commits when
+        ``work`` returns and rolls back when it raises (the exception propagates). Once
+        started it runs to its end even if the awaiting task is cancelled.
 
         Raises:
             StorageBusyError: the store stayed locked past its busy timeout.

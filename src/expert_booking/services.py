@@ -4,6 +4,11 @@ Every use case reads the clock once per transaction, releases overdue holds insi
 transaction before it reads or writes, and commits idempotency records with the change they
 describe. The payment query runs between two transactions, never while holding the store lock.
 
+Each transaction is one synchronous function handed to ``BookingStore.run``: the store runs
+it off the event loop in one piece (one thread hop, nothing interleaved), commits when it
+returns and rolls back when it raises. Refusals that must not undo the transaction's overdue
+release are returned as values, not raised.
+
 Reads (get, search) first peek at the last committed state without the write lock; only when
 what they read depends on an overdue hold (the booking itself, or any hold for a search) do
 they fall back to a transaction that releases it and reads again. So a read never shows an
@@ -17,9 +22,10 @@ import hashlib
 import json
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import (
@@ -57,6 +63,8 @@ from expert_booking.ports import (
 from expert_booking.slot_cache import SlotSearchCache
 
 logger = logging.getLogger("expert_booking.services")
+
+T = TypeVar("T")
 
 HOLD_SCOPE = "booking.hold_slot"
 CONFIRM_SCOPE = "booking.confirm_booking"
@@ -171,15 +179,17 @@ class BookingService:
     async def _search_releasing(
         self, query: SlotQuery, offset: int, limit: int
     ) -> tuple[SlotSearchResult, datetime]:
-        async with self._store.transaction() as tx:
+        def work(tx: Transaction) -> tuple[SlotSearchResult, datetime, int]:
             # Every use case reads the clock only once it holds the store: waiting for the lock
             # must not make it judge expiry or freshness by an earlier time.
             now = self._clock.now()
-            released = await tx.release_overdue(now)
-            slots, total = await tx.search_free_slots(query, now, offset, limit)
-            next_expiry = await tx.next_hold_expiry()
+            released = tx.release_overdue(now)
+            slots, total = tx.search_free_slots(query, now, offset, limit)
+            return SlotSearchResult(slots, total, tx.next_hold_expiry()), now, released
+
+        found, now, released = await self._run(work)
         self._after_write(released=released, changed=False)
-        return SlotSearchResult(slots, total, next_expiry), now
+        return found, now
 
     async def hold_slot(self, command: HoldSlot) -> Booking:
         """Hold a free slot for ``hold_ttl``; the result carries the confirmation intent.
@@ -188,15 +198,20 @@ class BookingService:
             IdempotencyConflictError, SlotNotFoundError, SlotUnavailableError.
         """
         fingerprint = _fingerprint(command)
-        async with self._store.transaction() as tx:
+
+        def work(tx: Transaction) -> tuple[Booking | BookingError, int]:
             now = self._clock.now()
-            found = await tx.lookup_hold(HOLD_SCOPE, command.idempotency_key, command.slot_id)
+            found = tx.lookup_hold(HOLD_SCOPE, command.idempotency_key, command.slot_id)
             # A release changes neither the record nor the slot row, only whether it is free:
-            # it runs before the insert, and only when a hold is overdue (one round trip less).
+            # it runs before the insert, and only when a hold is overdue (one statement less).
             due = _release_due(found.next_hold_expiry, now)
-            released = await tx.release_overdue(now) if due else 0
+            released = tx.release_overdue(now) if due else 0
             replayed = _replay_outcome(found.record, command.idempotency_key, fingerprint)
-            outcome = replayed or await self._hold(tx, command, found.slot, fingerprint, now)
+            if replayed is not None:
+                return replayed, released
+            return self._hold(tx, command, found.slot, fingerprint, now), released
+
+        outcome, released = await self._run(work)
         self._after_write(released=released, changed=isinstance(outcome, Booking))
         return _unwrap(outcome)
 
@@ -210,13 +225,17 @@ class BookingService:
             PaymentMismatchError, PaymentFailedError, PaymentClosedError.
         """
         fingerprint = _fingerprint(command)
-        outcome: Booking | BookingError | None
-        async with self._store.transaction() as tx:
+        key = command.idempotency_key
+
+        def precheck(tx: Transaction) -> tuple[Booking | BookingError | None, int]:
             now = self._clock.now()
-            released = await tx.release_overdue(now)
-            outcome = await self._replay(tx, CONFIRM_SCOPE, command.idempotency_key, fingerprint)
-            if outcome is None:
-                outcome = await self._precheck_confirm(tx, command, now)
+            released = tx.release_overdue(now)
+            replayed = _replay_outcome(tx.get_idempotency(CONFIRM_SCOPE, key), key, fingerprint)
+            if replayed is not None:
+                return replayed, released
+            return self._precheck_confirm(tx, command, now), released
+
+        outcome, released = await self._run(precheck)
         self._after_write(released=released, changed=False)
         if outcome is not None:
             return _unwrap(outcome)
@@ -224,18 +243,21 @@ class BookingService:
         # Outside any transaction: a slow payment service never holds the store lock.
         answer = await self._payments.query_payment(command.booking_id, trace)
 
-        async with self._store.transaction() as tx:
+        def settle(tx: Transaction) -> tuple[Booking | BookingError, int]:
             now = self._clock.now()
-            released = await tx.release_overdue(now)
-            outcome = await self._replay(tx, CONFIRM_SCOPE, command.idempotency_key, fingerprint)
-            if outcome is None:
-                outcome = await self._settle(tx, command, fingerprint, answer, now)
-        self._after_write(released=released, changed=isinstance(outcome, Booking))
-        if isinstance(outcome, Booking):
+            released = tx.release_overdue(now)
+            replayed = _replay_outcome(tx.get_idempotency(CONFIRM_SCOPE, key), key, fingerprint)
+            if replayed is not None:
+                return replayed, released
+            return self._settle(tx, command, fingerprint, answer, now), released
+
+        settled, released = await self._run(settle)
+        self._after_write(released=released, changed=isinstance(settled, Booking))
+        if isinstance(settled, Booking):
             # FAILED/CLOSED were committed above (the slot is released) and are reported as
             # errors, exactly as a replay of this idempotency key reports them.
-            outcome = payment_refusal(outcome) or outcome
-        return _unwrap(outcome)
+            settled = payment_refusal(settled) or settled
+        return _unwrap(settled)
 
     async def get_booking(self, booking_id: str) -> Booking:
         """The booking as it is now (overdue holds released first).
@@ -246,15 +268,18 @@ class BookingService:
         booking = await self._store.peek_booking(booking_id)
         # Judged after the read: a hold not overdue now was not overdue in the snapshot either.
         if booking is not None and _overdue_hold(booking, self._clock.now()):
-            async with self._store.transaction() as tx:
-                released = await tx.release_overdue(self._clock.now())
-                booking = await tx.get_booking(booking_id)
+
+            def work(tx: Transaction) -> tuple[Booking | None, int]:
+                released = tx.release_overdue(self._clock.now())
+                return tx.get_booking(booking_id), released
+
+            booking, released = await self._run(work)
             self._after_write(released=released, changed=False)
         if booking is None:
             raise BookingNotFoundError(bookingId=booking_id)
         return booking
 
-    async def _hold(
+    def _hold(
         self,
         tx: Transaction,
         command: HoldSlot,
@@ -283,8 +308,8 @@ class BookingService:
             payment_page_url=f"{self._policy.payment_page_base_url.rstrip('/')}/{booking_id}",
             payment=Payment(query_id=booking_id, status=PaymentStatus.PENDING, price=slot.price),
         )
-        await tx.insert_booking(booking)
-        await tx.put_idempotency(
+        tx.insert_booking(booking)
+        tx.put_idempotency(
             IdempotencyRecord(
                 scope=HOLD_SCOPE,
                 key=command.idempotency_key,
@@ -295,7 +320,7 @@ class BookingService:
         )
         return booking
 
-    async def _settle(
+    def _settle(
         self,
         tx: Transaction,
         command: ConfirmBooking,
@@ -307,7 +332,7 @@ class BookingService:
 
         Refusals are returned, not raised, so the overdue release of this transaction commits.
         """
-        current = await tx.get_booking(command.booking_id)
+        current = tx.get_booking(command.booking_id)
         if current is None:
             return BookingNotFoundError(bookingId=command.booking_id)
         if current.status is BookingStatus.EXPIRED and answer.status is PaymentStatus.PAID:
@@ -324,9 +349,9 @@ class BookingService:
             settled = apply_payment(current, answer, now=now)
         except BookingError as exc:  # PENDING or a mismatch: nothing changes
             return exc
-        await tx.update_booking(settled, expected_version=current.version)
+        tx.update_booking(settled, expected_version=current.version)
         outcome_refusal = payment_refusal(settled)
-        await tx.put_idempotency(
+        tx.put_idempotency(
             IdempotencyRecord(
                 scope=CONFIRM_SCOPE,
                 key=command.idempotency_key,
@@ -353,21 +378,31 @@ class BookingService:
             return exc
         return None
 
-    async def _precheck_confirm(
+    def _precheck_confirm(
         self, tx: Transaction, command: ConfirmBooking, now: datetime
     ) -> BookingError | None:
-        booking = await tx.get_booking(command.booking_id)
+        booking = tx.get_booking(command.booking_id)
         if booking is None:
             return BookingNotFoundError(bookingId=command.booking_id)
         return _confirmable(booking, command.expected_version) or self._approval_refusal(
             command, booking, now
         )
 
-    @staticmethod
-    async def _replay(
-        tx: Transaction, scope: str, key: str, fingerprint: str
-    ) -> Booking | BookingError | None:
-        return _replay_outcome(await tx.get_idempotency(scope, key), key, fingerprint)
+    async def _run(self, work: Callable[[Transaction], T]) -> T:
+        """``store.run(work)``; if it ends without an answer, the cache is dropped.
+
+        Cancelled while the transaction was queued or running, the caller cannot know whether
+        it committed a change (a started transaction runs to its end), so no page read before
+        it may stay cached.
+        """
+        answered = False
+        try:
+            result = await self._store.run(work)
+            answered = True
+        finally:
+            if not answered:
+                self._cache.invalidate()
+        return result
 
     def _after_write(self, *, released: int, changed: bool) -> None:
         if released or changed:

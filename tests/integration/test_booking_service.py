@@ -44,6 +44,7 @@ from tests.fakes import (
     MutableClock,
     answer,
     approval,
+    transaction_held_open,
 )
 
 pytestmark = pytest.mark.anyio
@@ -504,11 +505,30 @@ async def test_reads_do_not_wait_for_this_process_s_write_transaction_nor_see_it
     service: BookingService, store: SqliteBookingStore
 ) -> None:
     booking = await _hold(service)
-    async with store.transaction() as tx:
-        await tx.update_booking(replace(booking, status=BookingStatus.EXPIRED, version=2), 1)
-        with anyio.fail_after(5):
+    expired = replace(booking, status=BookingStatus.EXPIRED, version=2)
+    with anyio.fail_after(5):
+        async with transaction_held_open(store, lambda tx: tx.update_booking(expired, 1)):
             assert await service.get_booking(booking.booking_id) == booking
             assert "slot-ai-001" not in _ids(await _search(service))
+
+
+async def test_a_hold_whose_caller_was_cancelled_runs_whole_and_drops_the_slot_cache(
+    service: BookingService, store: SqliteBookingStore
+) -> None:
+    assert not (await _search(service)).cache_hit
+    assert (await _search(service)).cache_hit
+    with anyio.fail_after(5):
+        async with transaction_held_open(store):
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(_hold, service)  # queued behind the open transaction
+                    await anyio.wait_all_tasks_blocked()
+                    scope.cancel()
+        assert scope.cancelled_caught
+        await store.run(lambda _tx: None)  # transactions run in order: the hold has finished
+    page = await _search(service)
+    assert not page.cache_hit
+    assert "slot-ai-001" not in _ids(page)
 
 
 async def test_a_payment_that_succeeds_after_the_hold_expired_is_refused_as_expired(
@@ -564,7 +584,7 @@ async def test_expiry_is_judged_by_the_time_the_store_was_acquired_not_requested
     payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
     clock.advance(295)
     command = _confirm(booking, approval(booking, clock.now()))
-    async with anyio.create_task_group() as tasks, store.transaction():
+    async with anyio.create_task_group() as tasks, transaction_held_open(store):
         # Another request holds the store while time passes beyond expiresAt.
         tasks.start_soon(_confirm_expecting, service, command, "BOOKING_EXPIRED")
         await anyio.wait_all_tasks_blocked()

@@ -362,8 +362,9 @@ class BookingMachine(RuleBasedStateMachine):
 
     def _stored(self) -> list[Booking]:
         async def read() -> list[Booking]:
-            async with self.store.transaction() as tx:
-                found = [await tx.get_booking(booking_id) for booking_id in self.bookings]
+            found = await self.store.run(
+                lambda tx: [tx.get_booking(booking_id) for booking_id in self.bookings]
+            )
             return [booking for booking in found if booking is not None]
 
         return self.run(read())

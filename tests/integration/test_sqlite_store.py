@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
-import anyio.lowlevel
 import pytest
 
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
@@ -25,14 +25,21 @@ from expert_booking.adapters.sqlite_store import (
 )
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import (
+    Booking,
     BookingStatus,
     Customer,
     Money,
     Payment,
     PaymentStatus,
 )
-from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery, SlotSearchResult
-from tests.fakes import T0, make_booking
+from expert_booking.ports import (
+    HoldLookup,
+    IdempotencyRecord,
+    SlotQuery,
+    SlotSearchResult,
+    Transaction,
+)
+from tests.fakes import T0, make_booking, transaction_held_open
 
 pytestmark = pytest.mark.anyio
 
@@ -62,6 +69,14 @@ def _count(db_path: Path, sql: str, *params: object) -> int:
         return int(connection.execute(sql, params).fetchone()[0])
 
 
+async def _insert(store: SqliteBookingStore, *bookings: Booking) -> None:
+    def work(tx: Transaction) -> None:
+        for booking in bookings:
+            tx.insert_booking(booking)
+
+    await store.run(work)
+
+
 async def _search(
     store: SqliteBookingStore,
     query: SlotQuery = ALL,
@@ -71,19 +86,18 @@ async def _search(
     limit: int = 20,
 ) -> tuple[list[str], int]:
     """Search in a write transaction, and check the lock-free peek answers the same."""
-    async with store.transaction() as tx:
-        slots, total = await tx.search_free_slots(query, now, offset, limit)
-        next_expiry = await tx.next_hold_expiry()
-    assert await store.peek_free_slots(query, now, offset, limit) == SlotSearchResult(
-        slots, total, next_expiry
-    )
-    return [slot.slot_id for slot in slots], total
+
+    def work(tx: Transaction) -> SlotSearchResult:
+        slots, total = tx.search_free_slots(query, now, offset, limit)
+        return SlotSearchResult(slots, total, tx.next_hold_expiry())
+
+    found = await store.run(work)
+    assert await store.peek_free_slots(query, now, offset, limit) == found
+    return [slot.slot_id for slot in found.slots], found.total
 
 
 async def test_a_new_database_is_created_migrated_and_seeded(store: SqliteBookingStore) -> None:
-    async with store.transaction() as tx:
-        slot = await tx.get_slot("slot-ai-001")
-        missing = await tx.get_slot("slot-nope")
+    slot, missing = await store.run(lambda tx: (tx.get_slot("slot-ai-001"), tx.get_slot("no")))
     assert slot is not None
     assert slot.expert_id == "exp-ai-001"
     assert slot.expert_name == "Dr. Lin Wei"
@@ -97,12 +111,11 @@ async def test_a_new_database_is_created_migrated_and_seeded(store: SqliteBookin
 async def test_the_connection_uses_wal_normal_sync_and_foreign_keys(db_path: Path) -> None:
     store = await SqliteBookingStore.open(db_path, busy_timeout_ms=1234)
     try:
-        async with store.transaction() as tx:
-            rows = await tx._fetch("PRAGMA journal_mode", ())
-            assert rows[0][0] == "wal"
-            assert (await tx._fetch("PRAGMA synchronous", ()))[0][0] == 1  # NORMAL
-            assert (await tx._fetch("PRAGMA foreign_keys", ()))[0][0] == 1
-            assert (await tx._fetch("PRAGMA busy_timeout", ()))[0][0] == 1234
+        pragmas = ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+        values = await store.run(
+            lambda tx: [tx._fetch(f"PRAGMA {name}", ())[0][0] for name in pragmas]
+        )
+        assert values == ["wal", 1, 1, 1234]  # synchronous 1 is NORMAL
     finally:
         await store.close()
 
@@ -144,19 +157,16 @@ async def test_a_booking_round_trips_through_the_bookings_table(store: SqliteBoo
     booking = make_booking(
         customer=Customer(name="Zoë", email="Zoe@Example.COM", phone="+49 30 1234", note="Hi 你好")
     )
-    async with store.transaction() as tx:
-        await tx.insert_booking(booking)
-    async with store.transaction() as tx:
-        assert await tx.get_booking(booking.booking_id) == booking
-        assert await tx.get_booking("booking-nope") is None
+    await store.run(lambda tx: tx.insert_booking(booking))
+    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
+    assert await store.run(lambda tx: tx.get_booking("booking-nope")) is None
 
 
 async def test_the_customer_is_stored_exactly_without_absent_optional_keys(
     store: SqliteBookingStore, db_path: Path
 ) -> None:
     booking = make_booking(customer=Customer(name=" Ada ", email="ADA@Example.com", note=""))
-    async with store.transaction() as tx:
-        await tx.insert_booking(booking)
+    await store.run(lambda tx: tx.insert_booking(booking))
     with _raw(db_path) as connection:
         (stored,) = connection.execute("SELECT customer_json FROM bookings").fetchone()
     assert json.loads(stored) == {"name": " Ada ", "email": "ADA@Example.com", "note": ""}
@@ -165,11 +175,9 @@ async def test_the_customer_is_stored_exactly_without_absent_optional_keys(
 async def test_the_partial_unique_index_refuses_a_second_active_booking_of_a_slot(
     store: SqliteBookingStore, db_path: Path
 ) -> None:
-    async with store.transaction() as tx:
-        await tx.insert_booking(make_booking("booking-a"))
+    await store.run(lambda tx: tx.insert_booking(make_booking("booking-a")))
     with pytest.raises(BookingError) as excinfo:
-        async with store.transaction() as tx:
-            await tx.insert_booking(make_booking("booking-b"))
+        await store.run(lambda tx: tx.insert_booking(make_booking("booking-b")))
     assert excinfo.value.code == "SLOT_UNAVAILABLE"
     assert isinstance(excinfo.value.__cause__, sqlite3.IntegrityError)
     assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
@@ -178,12 +186,13 @@ async def test_the_partial_unique_index_refuses_a_second_active_booking_of_a_slo
 async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(
     store: SqliteBookingStore,
 ) -> None:
-    async with store.transaction() as tx:
-        await tx.insert_booking(make_booking("booking-a", status=BookingStatus.EXPIRED))
-        await tx.insert_booking(make_booking("booking-b", status=BookingStatus.PAYMENT_FAILED))
-        await tx.insert_booking(make_booking("booking-c"))
-    async with store.transaction() as tx:
-        held = await tx.get_booking("booking-c")
+    bookings = (
+        make_booking("booking-a", status=BookingStatus.EXPIRED),
+        make_booking("booking-b", status=BookingStatus.PAYMENT_FAILED),
+        make_booking("booking-c"),
+    )
+    await _insert(store, *bookings)
+    held = await store.run(lambda tx: tx.get_booking("booking-c"))
     assert held is not None
     assert held.status is BookingStatus.HELD
 
@@ -192,12 +201,11 @@ async def test_reactivating_a_released_booking_of_a_taken_slot_is_refused(
     store: SqliteBookingStore,
 ) -> None:
     expired = make_booking("booking-a", status=BookingStatus.EXPIRED, version=2)
-    async with store.transaction() as tx:
-        await tx.insert_booking(expired)
-        await tx.insert_booking(make_booking("booking-b"))
+    bookings = (expired, make_booking("booking-b"))
+    await _insert(store, *bookings)
+    reactivated = replace(expired, status=BookingStatus.HELD, version=3)
     with pytest.raises(BookingError) as excinfo:
-        async with store.transaction() as tx:
-            await tx.update_booking(replace(expired, status=BookingStatus.HELD, version=3), 2)
+        await store.run(lambda tx: tx.update_booking(reactivated, 2))
     assert excinfo.value.code == "SLOT_UNAVAILABLE"
 
 
@@ -205,48 +213,62 @@ async def test_an_exception_inside_a_transaction_rolls_back_every_change(
     store: SqliteBookingStore, db_path: Path
 ) -> None:
     booking = make_booking()
-    async with store.transaction() as tx:
-        await tx.insert_booking(make_booking("booking-old", expires_at=T0))
+    await store.run(lambda tx: tx.insert_booking(make_booking("booking-old", expires_at=T0)))
 
-    async def fail_midway() -> None:
-        async with store.transaction() as tx:
-            assert await tx.release_overdue(T0) == 1
-            await tx.insert_booking(booking)
-            await tx.put_idempotency(IdempotencyRecord("scope", "key", "fp", booking, None))
-            raise RuntimeError
+    def fail_midway(tx: Transaction) -> None:
+        assert tx.release_overdue(T0) == 1
+        tx.insert_booking(booking)
+        tx.put_idempotency(IdempotencyRecord("scope", "key", "fp", booking, None))
+        raise RuntimeError
 
     with pytest.raises(RuntimeError):
-        await fail_midway()
+        await store.run(fail_midway)
     assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
     assert _count(db_path, "SELECT COUNT(*) FROM bookings WHERE status = 'HELD'") == 1
     assert _count(db_path, "SELECT COUNT(*) FROM idempotency") == 0
-    async with store.transaction() as tx:
-        assert await tx.get_booking(booking.booking_id) is None
+    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) is None
 
 
-async def test_a_cancellation_inside_a_transaction_rolls_back_and_the_store_stays_usable(
-    store: SqliteBookingStore, db_path: Path
-) -> None:
-    with anyio.fail_after(5), anyio.CancelScope() as scope:
-        async with store.transaction() as tx:
-            await tx.insert_booking(make_booking("booking-cancelled"))
-            scope.cancel()
-            await anyio.lowlevel.checkpoint()
-    assert scope.cancelled_caught
-    with anyio.fail_after(5):
-        async with store.transaction() as tx:
-            assert await tx.get_booking("booking-cancelled") is None
-            await tx.insert_booking(make_booking("booking-after"))
-    assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
-
-
-async def test_a_transaction_object_is_unusable_after_its_block(
+async def test_a_transaction_runs_on_the_store_worker_not_on_the_event_loop(
     store: SqliteBookingStore,
 ) -> None:
-    async with store.transaction() as tx:
-        pass
+    loop_thread = threading.get_ident()
+    assert await store.run(lambda _tx: threading.get_ident()) != loop_thread
+
+
+async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usable(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    def insert_two(tx: Transaction) -> None:
+        tx.insert_booking(make_booking("booking-one"))
+        tx.insert_booking(make_booking("booking-two", slot_id="slot-ai-002"))
+
+    with anyio.fail_after(5):
+        async with transaction_held_open(store):
+            # Queued behind the open transaction, then its caller goes away.
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(store.run, insert_two)
+                    await anyio.wait_all_tasks_blocked()
+                    scope.cancel()
+        assert scope.cancelled_caught
+        # The queued transaction still ran, whole: both rows or none, never one.
+        ids = await store.run(
+            lambda tx: [tx.get_booking("booking-one"), tx.get_booking("booking-two")]
+        )
+        assert [booking is not None for booking in ids] in ([True, True], [False, False])
+        await store.run(
+            lambda tx: tx.insert_booking(make_booking("booking-after", slot_id="slot-law-001"))
+        )
+    assert _count(db_path, "SELECT COUNT(*) FROM bookings WHERE booking_id = 'booking-after'") == 1
+
+
+async def test_a_transaction_object_is_unusable_after_its_work(
+    store: SqliteBookingStore,
+) -> None:
+    tx = await store.run(lambda tx: tx)
     with pytest.raises(RuntimeError):
-        await tx.get_booking("booking-x")
+        tx.get_booking("booking-x")
 
 
 async def test_another_process_holding_the_write_lock_makes_the_store_busy(
@@ -257,15 +279,13 @@ async def test_another_process_holding_the_write_lock_makes_the_store_busy(
         with _raw(db_path) as competitor:
             competitor.execute("BEGIN IMMEDIATE")
             with anyio.fail_after(5), pytest.raises(BookingError) as excinfo:
-                async with store.transaction():
-                    pytest.fail("the transaction must not start")
+                await store.run(lambda _tx: pytest.fail("the transaction must not start"))
             competitor.execute("ROLLBACK")
         assert excinfo.value.code == "STORAGE_BUSY"
         assert excinfo.value.retryable is True
         assert isinstance(excinfo.value.__cause__, sqlite3.OperationalError)
         with anyio.fail_after(5):
-            async with store.transaction() as tx:
-                assert await tx.get_slot("slot-ai-001") is not None
+            assert await store.run(lambda tx: tx.get_slot("slot-ai-001")) is not None
     finally:
         await store.close()
 
@@ -273,8 +293,7 @@ async def test_another_process_holding_the_write_lock_makes_the_store_busy(
 async def test_no_sqlite_exception_type_escapes_the_store(store: SqliteBookingStore) -> None:
     orphan = make_booking(slot_id="slot-does-not-exist")
     with pytest.raises(BookingError) as excinfo:
-        async with store.transaction() as tx:
-            await tx.insert_booking(orphan)
+        await store.run(lambda tx: tx.insert_booking(orphan))
     assert excinfo.value.code == "INTERNAL_ERROR"
     assert isinstance(excinfo.value.__cause__, sqlite3.IntegrityError)
 
@@ -292,18 +311,22 @@ async def test_overdue_holds_are_released_from_their_expiry_instant_on(
         status=BookingStatus.CONFIRMED,
         expires_at=T0,
     )
-    async with store.transaction() as tx:
+
+    def work(tx: Transaction) -> tuple[Booking | None, Booking | None]:
         for booking in (early, late, confirmed):
-            await tx.insert_booking(booking)
-        assert await tx.next_hold_expiry() == early.expires_at
-        assert await tx.release_overdue(early.expires_at - timedelta(milliseconds=1)) == 0
-        assert await tx.release_overdue(early.expires_at) == 1
-        assert await tx.next_hold_expiry() == late.expires_at
-        assert await tx.release_overdue(early.expires_at) == 0
-        released = await tx.get_booking(early.booking_id)
-        untouched = await tx.get_booking(confirmed.booking_id)
-        assert await tx.release_overdue(T0 + timedelta(days=1)) == 1
-        assert await tx.next_hold_expiry() is None
+            tx.insert_booking(booking)
+        assert tx.next_hold_expiry() == early.expires_at
+        assert tx.release_overdue(early.expires_at - timedelta(milliseconds=1)) == 0
+        assert tx.release_overdue(early.expires_at) == 1
+        assert tx.next_hold_expiry() == late.expires_at
+        assert tx.release_overdue(early.expires_at) == 0
+        released = tx.get_booking(early.booking_id)
+        untouched = tx.get_booking(confirmed.booking_id)
+        assert tx.release_overdue(T0 + timedelta(days=1)) == 1
+        assert tx.next_hold_expiry() is None
+        return released, untouched
+
+    released, untouched = await store.run(work)
     assert released == replace(early, status=BookingStatus.EXPIRED, version=2)
     assert untouched == confirmed
 
@@ -312,15 +335,12 @@ async def test_an_update_with_a_stale_version_is_a_version_conflict(
     store: SqliteBookingStore,
 ) -> None:
     booking = make_booking()
-    async with store.transaction() as tx:
-        await tx.insert_booking(booking)
+    await store.run(lambda tx: tx.insert_booking(booking))
     with pytest.raises(BookingError) as excinfo:
-        async with store.transaction() as tx:
-            await tx.update_booking(replace(booking, version=3), expected_version=2)
+        await store.run(lambda tx: tx.update_booking(replace(booking, version=3), 2))
     assert excinfo.value.code == "VERSION_CONFLICT"
     assert excinfo.value.details["currentVersion"] == 1
-    async with store.transaction() as tx:
-        assert await tx.get_booking(booking.booking_id) == booking
+    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
 
 
 async def test_an_update_with_the_current_version_replaces_the_booking(
@@ -335,16 +355,18 @@ async def test_an_update_with_the_current_version_replaces_the_booking(
         confirmed_at=T0 + timedelta(seconds=60),
         payment=Payment(booking.booking_id, PaymentStatus.PAID, booking.payment.price, paid_at),
     )
-    async with store.transaction() as tx:
-        await tx.insert_booking(booking)
-        await tx.update_booking(confirmed, expected_version=1)
-        assert await tx.get_booking(booking.booking_id) == confirmed
+
+    def work(tx: Transaction) -> Booking | None:
+        tx.insert_booking(booking)
+        tx.update_booking(confirmed, expected_version=1)
+        return tx.get_booking(booking.booking_id)
+
+    assert await store.run(work) == confirmed
 
 
 async def test_updating_a_missing_booking_is_not_found(store: SqliteBookingStore) -> None:
     with pytest.raises(BookingError) as excinfo:
-        async with store.transaction() as tx:
-            await tx.update_booking(make_booking(), expected_version=1)
+        await store.run(lambda tx: tx.update_booking(make_booking(), expected_version=1))
     assert excinfo.value.code == "BOOKING_NOT_FOUND"
 
 
@@ -362,14 +384,22 @@ async def test_an_idempotency_record_restores_an_identical_booking(
     )
     record = IdempotencyRecord("booking.confirm_booking", "key-1", "fp", booking, None)
     refused = IdempotencyRecord("booking.confirm_booking", "key-2", "fp2", make_booking(), "X")
-    async with store.transaction() as tx:
-        assert await tx.get_idempotency("booking.confirm_booking", "key-1") is None
-        await tx.put_idempotency(record)
-        await tx.put_idempotency(refused)
-    async with store.transaction() as tx:
-        assert await tx.get_idempotency("booking.confirm_booking", "key-1") == record
-        assert await tx.get_idempotency("booking.confirm_booking", "key-2") == refused
-        assert await tx.get_idempotency("booking.hold_slot", "key-1") is None
+
+    def write(tx: Transaction) -> IdempotencyRecord | None:
+        before = tx.get_idempotency("booking.confirm_booking", "key-1")
+        tx.put_idempotency(record)
+        tx.put_idempotency(refused)
+        return before
+
+    def read(tx: Transaction) -> list[IdempotencyRecord | None]:
+        return [
+            tx.get_idempotency("booking.confirm_booking", "key-1"),
+            tx.get_idempotency("booking.confirm_booking", "key-2"),
+            tx.get_idempotency("booking.hold_slot", "key-1"),
+        ]
+
+    assert await store.run(write) is None
+    assert await store.run(read) == [record, refused, None]
     assert booking_from_json(booking_to_json(booking)) == booking
 
 
@@ -385,14 +415,12 @@ async def test_search_lists_free_future_slots_by_start_time_with_total(
 async def test_search_leaves_out_held_and_confirmed_slots_but_not_released_ones(
     store: SqliteBookingStore,
 ) -> None:
-    async with store.transaction() as tx:
-        await tx.insert_booking(make_booking("booking-a"))
-        await tx.insert_booking(
-            make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
-        )
-        await tx.insert_booking(
-            make_booking("booking-c", slot_id="slot-fin-001", status=BookingStatus.EXPIRED)
-        )
+    bookings = (
+        make_booking("booking-a"),
+        make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CONFIRMED),
+        make_booking("booking-c", slot_id="slot-fin-001", status=BookingStatus.EXPIRED),
+    )
+    await _insert(store, *bookings)
     slots, total = await _search(store)
     assert slots == [s for s in SEED_ORDER if s not in {"slot-ai-001", "slot-law-001"}]
     assert total == 4
@@ -460,9 +488,8 @@ async def test_peeks_see_the_last_commit_and_never_an_open_transaction(
     store: SqliteBookingStore,
 ) -> None:
     booking = make_booking()
-    async with store.transaction() as tx:
-        await tx.insert_booking(booking)
-        with anyio.fail_after(5):
+    with anyio.fail_after(5):
+        async with transaction_held_open(store, lambda tx: tx.insert_booking(booking)):
             assert await store.peek_booking(booking.booking_id) is None
             page = await store.peek_free_slots(ALL, T0, 0, 20)
     assert [slot.slot_id for slot in page.slots] == SEED_ORDER
@@ -504,9 +531,7 @@ async def test_a_peeked_page_reports_the_earliest_hold_expiry_even_when_empty(
     early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
     late = make_booking("booking-late", slot_id="slot-fin-001", expires_at=T0 + timedelta(60))
     done = make_booking("booking-done", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
-    async with store.transaction() as tx:
-        for booking in (early, late, done):
-            await tx.insert_booking(booking)
+    await _insert(store, early, late, done)
     nobody = SlotQuery(text="nobody", specialty=None, starts_after=None, starts_before=None)
     assert await store.peek_free_slots(nobody, T0, 0, 20) == SlotSearchResult(
         [], 0, early.expires_at
@@ -521,16 +546,19 @@ async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_on
 ) -> None:
     booking = make_booking(slot_id="slot-law-001", expires_at=T0 + timedelta(seconds=30))
     record = IdempotencyRecord("booking.hold_slot", "key-1", "fp", booking, None)
-    async with store.transaction() as tx:
-        assert await tx.lookup_hold("booking.hold_slot", "key-1", "slot-nope") == HoldLookup(
+
+    def work(tx: Transaction) -> None:
+        assert tx.lookup_hold("booking.hold_slot", "key-1", "slot-nope") == HoldLookup(
             None, None, None
         )
-        await tx.insert_booking(booking)
-        await tx.put_idempotency(record)
-        found = await tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001")
-        assert found == HoldLookup(record, await tx.get_slot("slot-ai-001"), booking.expires_at)
-        other = await tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope")
+        tx.insert_booking(booking)
+        tx.put_idempotency(record)
+        found = tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001")
+        assert found == HoldLookup(record, tx.get_slot("slot-ai-001"), booking.expires_at)
+        other = tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope")
         assert other == HoldLookup(None, None, booking.expires_at)
+
+    await store.run(work)
 
 
 # --- the experts-first search answers exactly as the per-slot scan did -------------------------
@@ -591,11 +619,11 @@ async def test_the_experts_first_search_matches_the_per_slot_scan(
                 "INSERT INTO slots VALUES (?, ?, ?, ?, '100.00', 'EUR')",
                 (f"slot-x-{n:03}", expert_id, _iso(starts), _iso(starts + timedelta(hours=1))),
             )
-    async with store.transaction() as tx:
-        await tx.insert_booking(make_booking("booking-h", slot_id="slot-x-004"))
-        await tx.insert_booking(
-            make_booking("booking-e", slot_id="slot-x-008", status=BookingStatus.EXPIRED)
-        )
+    bookings = (
+        make_booking("booking-h", slot_id="slot-x-004"),
+        make_booking("booking-e", slot_id="slot-x-008", status=BookingStatus.EXPIRED),
+    )
+    await _insert(store, *bookings)
     now = T0 + timedelta(hours=1)
     query = SlotQuery(
         text=text,

@@ -7,26 +7,29 @@ Design:
   ``SELECT ... FOR UPDATE`` on the booking it changes (or ``SERIALIZABLE`` isolation with a
   retry on serialization failures mapped to ``StorageBusyError``), and the same partial unique
   index ``one_active_booking_per_slot``; the services would not change.
-* SQLite has one writer at a time, so this adapter keeps ONE write connection and an
-  ``asyncio.Lock``: a transaction takes the lock, runs ``BEGIN IMMEDIATE`` (the write lock up
-  front, so two processes never deadlock upgrading a read lock) and commits or rolls back.
-  Other processes sharing the file wait up to ``busy_timeout`` and then get
-  ``StorageBusyError``. Nothing ever reads on the write connection outside the lock: it would
-  see another task's uncommitted transaction.
+* SQLite has one writer at a time, so this adapter keeps ONE write connection, owned by
+  aiosqlite's worker thread. ``run(work)`` hands the whole transaction to that thread as one
+  call: ``BEGIN IMMEDIATE`` (the write lock up front, so two processes never deadlock
+  upgrading a read lock), ``work(transaction)``, then ``COMMIT``, or ``ROLLBACK`` if anything
+  raised. The worker runs calls one after another, so transactions never interleave and no
+  lock is needed in this process; other processes sharing the file wait up to
+  ``busy_timeout`` and then get ``StorageBusyError``.
+* One thread hop per transaction instead of one per statement: a hop costs 20-100 us
+  (perf-floor section 4), a hold transaction used five and a confirm twelve. aiosqlite has no
+  public "run this function on the connection's thread", so ``_WriteWorker`` is the one place
+  that uses its private ``Connection._execute`` and ``Connection._conn`` (aiosqlite is pinned;
+  ``tests/integration/test_sqlite_store.py`` checks that work runs on the worker thread).
 * A second, read-only connection (``PRAGMA query_only``) serves ``peek_booking`` and
   ``peek_free_slots``: one autocommit statement each, so each sees the last committed state
   (WAL lets it read while a writer works), never waits for the write lock and never answers
   ``StorageBusyError`` because of one. Peeks do not release overdue holds; the services fall
   back to a write transaction (release, then read) when what they peeked depends on one.
-* Each ``await`` on aiosqlite is one hop to its worker thread (20-100 us, perf-floor section 4),
-  so statements are combined where the result stays readable: ``execute_fetchall`` everywhere,
-  a search returns page and total in one statement (``COUNT(*) OVER ()``), a peeked search
-  also the earliest hold expiry, and ``lookup_hold`` reads a hold's idempotency record, slot
-  and earliest hold expiry at once.
-* Cancellation safety: aiosqlite runs queued calls in FIFO order even when the awaiting task
-  was cancelled, and ``sqlite3.Connection.rollback()`` is a no-op outside a transaction. So a
-  rollback queued on any exception always runs before the next ``BEGIN``, even if its own
-  ``await`` is cancelled.
+* Statements are combined where the result stays readable: a search returns page and total
+  in one statement (``COUNT(*) OVER ()``), a peeked search also the earliest hold expiry (a
+  peek is one ``execute_fetchall``, one hop), and ``lookup_hold`` reads a hold's idempotency
+  record, slot and earliest hold expiry at once.
+* Cancellation safety: a transaction is one queued call, so it runs to its end (commit or
+  rollback) even when the awaiting task is cancelled; aiosqlite runs queued calls in order.
 * Free-text search uses Python ``str.casefold`` registered as the SQL function ``casefold``:
   SQLite's ``lower()`` folds only ASCII, and German or other non-ASCII keywords must match
   regardless of case. Tokens are passed as one JSON array (``json_each``), so the SQL text is
@@ -41,13 +44,12 @@ import asyncio
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -85,6 +87,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("expert_booking.store")
+
+T = TypeVar("T")
 
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
@@ -144,6 +148,8 @@ LEFT JOIN idempotency AS i ON i.scope = :scope AND i.key = :key
 LEFT JOIN slots AS s ON s.slot_id = :slot_id
 LEFT JOIN experts AS e ON e.expert_id = s.expert_id
 """  # noqa: S608 - constant SQL fragments only, values are bound
+
+_GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?"  # noqa: S608
 
 _INSERT_BOOKING = (
     f"INSERT INTO bookings ({BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
@@ -209,8 +215,8 @@ class SqliteBookingStore:
     def __init__(self, connection: aiosqlite.Connection) -> None:
         """Wrap an open connection; use :meth:`open`, which also configures and migrates."""
         self._conn = connection
+        self._writer = _WriteWorker(connection)
         self._reader: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> SqliteBookingStore:
@@ -248,30 +254,26 @@ class SqliteBookingStore:
                 "PRAGMA synchronous = NORMAL",
                 "PRAGMA foreign_keys = ON",
             ):
-                await store._call(conn.execute_fetchall(pragma))
-            await store._migrate()
-            store._reader = await store._call(_open_reader(str(path), busy_timeout_ms))
+                await _call(conn.execute_fetchall(pragma))
+            await store._writer.call(_migrate)
+            store._reader = await _call(_open_reader(str(path), busy_timeout_ms))
         except BaseException:
             await conn.close()
             raise
         return store
 
     async def close(self) -> None:
-        """Wait for the running transaction, then close the connection (idempotent)."""
-        async with self._lock:
-            await self._conn.close()
-            if self._reader is not None:
-                await self._reader.close()
+        """Close the connections after the queued transactions (idempotent)."""
+        await self._conn.close()
+        if self._reader is not None:
+            await self._reader.close()
 
     async def peek_booking(self, booking_id: str) -> Booking | None:
         """The last committed state of a booking, read without the write lock (one hop).
 
         Overdue holds are not released: a HELD booking may be past ``expires_at``.
         """
-        rows = await self._read(
-            f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?",  # noqa: S608 - constant
-            (booking_id,),
-        )
+        rows = await self._read(_GET_BOOKING, (booking_id,))
         return booking_from_row(rows[0]) if rows else None
 
     async def peek_free_slots(
@@ -298,127 +300,138 @@ class SqliteBookingStore:
         if self._reader is None:
             msg = "the store is not open"
             raise RuntimeError(msg)
-        return list(await self._call(self._reader.execute_fetchall(sql, params)))
+        return list(await _call(self._reader.execute_fetchall(sql, params)))
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqliteTransaction]:
-        """A ``BEGIN IMMEDIATE`` transaction; commit on exit, roll back on any exception.
+    async def run(self, work: Callable[[SqliteTransaction], T]) -> T:
+        """Run ``work`` as one ``BEGIN IMMEDIATE`` transaction on the write connection.
+
+        Commits when ``work`` returns, rolls back when it raises (and re-raises). The whole
+        transaction is one call on the worker thread, so it completes even if the awaiting
+        task is cancelled.
 
         Raises:
             StorageBusyError: another process held the write lock past ``busy_timeout``.
         """
-        async with self._lock:
-            try:
-                await self._call(self._conn.execute_fetchall("BEGIN IMMEDIATE"))
-            except BaseException:
-                await self._rollback()  # queued after BEGIN: undoes it if BEGIN ran anyway
-                raise
-            tx = SqliteTransaction(self._conn)
-            try:
-                yield tx
-                await self._call(self._conn.commit())
-            except BaseException:
-                await self._rollback()
-                raise
-            finally:
-                tx.finished = True
+        return await self._writer.call(lambda connection: _transact(connection, work))
 
-    async def _rollback(self) -> None:
-        try:
-            await self._conn.rollback()
-        except sqlite3.Error as exc:
-            logger.warning("rollback failed: %s", exc.sqlite_errorname)
 
-    @staticmethod
-    async def _call(awaitable: Any) -> Any:
-        try:
-            return await awaitable
-        except sqlite3.Error as exc:
-            raise _translate(exc) from exc
+class _WriteWorker:
+    """Runs functions of the write connection on aiosqlite's worker thread, one at a time.
 
-    async def _migrate(self) -> None:
-        await self._call(
-            self._conn.execute_fetchall(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                "version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)"
-            )
-        )
-        rows = await self._call(
-            self._conn.execute_fetchall("SELECT version FROM schema_migrations")
-        )
-        applied = {row["version"] for row in rows}
-        for migration in load_migrations():
-            if migration.version in applied:
-                continue
-            async with self.transaction():
-                # Re-checked under the write lock: another process may have just applied it.
-                done = await self._call(
-                    self._conn.execute_fetchall(
-                        "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
-                    )
-                )
-                if done:
-                    continue
-                for statement in migration.statements:
-                    await self._call(self._conn.execute_fetchall(statement))
-                if migration.version == _SEED_VERSION:
-                    await self._insert_seed()
-                await self._call(
-                    self._conn.execute_fetchall(
-                        "INSERT INTO schema_migrations (version, applied_at) "
-                        "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                        (migration.version,),
-                    )
-                )
+    The only use of aiosqlite's private API (``_execute`` queues a call, ``_conn`` is the
+    ``sqlite3.Connection``); see the module docstring.
+    """
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._connection = connection
+
+    async def call(self, function: Callable[[sqlite3.Connection], T]) -> T:
+        connection = self._connection
+
+        def on_worker() -> T:
+            return function(connection._conn)  # noqa: SLF001
+
+        result: T = await _call(connection._execute(on_worker))  # type: ignore[no-untyped-call]  # noqa: SLF001
+        return result
+
+
+def _transact(connection: sqlite3.Connection, work: Callable[[SqliteTransaction], T]) -> T:
+    """``BEGIN IMMEDIATE``, ``work``, ``COMMIT``; ``ROLLBACK`` if anything raised. Worker only."""
+    connection.execute("BEGIN IMMEDIATE")
+    tx = SqliteTransaction(connection)
+    try:
+        result = work(tx)
+        connection.execute("COMMIT")
+    except BaseException:
+        _rollback(connection)
+        raise
+    finally:
+        tx.finished = True
+    return result
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    try:
+        connection.rollback()  # a no-op outside a transaction
+    except sqlite3.Error as exc:
+        logger.warning("rollback failed: %s", exc.sqlite_errorname)
+
+
+def _migrate(connection: sqlite3.Connection) -> None:
+    """Apply the packaged migrations not applied yet, each in its own transaction. Worker only."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    applied = {
+        row["version"] for row in connection.execute("SELECT version FROM schema_migrations")
+    }
+    for migration in load_migrations():
+        if migration.version in applied:
+            continue
+
+        def step(tx: SqliteTransaction, migration: Migration = migration) -> bool:
+            return _apply(tx.connection, migration)
+
+        if _transact(connection, step):
             logger.info("applied migration %04d_%s", migration.version, migration.name)
 
-    async def _insert_seed(self) -> None:
-        await self._call(
-            self._conn.executemany(
-                "INSERT INTO experts (expert_id, name, specialty, keywords) VALUES (?, ?, ?, ?)",
-                [(e.expert_id, e.name, e.specialty, e.keywords) for e in SEED_EXPERTS],
-            )
-        )
-        await self._call(
-            self._conn.executemany(
-                "INSERT INTO slots (slot_id, expert_id, starts_at, ends_at, price_amount, "
-                "price_currency) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        s.slot_id,
-                        s.expert_id,
-                        s.starts_at,
-                        s.ends_at,
-                        s.price_amount,
-                        s.price_currency,
-                    )
-                    for s in SEED_SLOTS
-                ],
-            )
-        )
+
+def _apply(connection: sqlite3.Connection, migration: Migration) -> bool:
+    """Apply one migration inside a transaction; ``False`` if another process just did."""
+    done = connection.execute(
+        "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+    ).fetchall()
+    if done:
+        return False
+    for statement in migration.statements:
+        connection.execute(statement)
+    if migration.version == _SEED_VERSION:
+        _insert_seed(connection)
+    connection.execute(
+        "INSERT INTO schema_migrations (version, applied_at) "
+        "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+        (migration.version,),
+    )
+    return True
+
+
+def _insert_seed(connection: sqlite3.Connection) -> None:
+    connection.executemany(
+        "INSERT INTO experts (expert_id, name, specialty, keywords) VALUES (?, ?, ?, ?)",
+        [(e.expert_id, e.name, e.specialty, e.keywords) for e in SEED_EXPERTS],
+    )
+    connection.executemany(
+        "INSERT INTO slots (slot_id, expert_id, starts_at, ends_at, price_amount, "
+        "price_currency) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (s.slot_id, s.expert_id, s.starts_at, s.ends_at, s.price_amount, s.price_currency)
+            for s in SEED_SLOTS
+        ],
+    )
 
 
 class SqliteTransaction:
-    """``ports.Transaction`` on the store's connection; valid only inside ``transaction()``."""
+    """``ports.Transaction`` on the write connection; valid only while its ``work`` runs."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
-        self._conn = connection
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
         self.finished = False
 
-    async def release_overdue(self, now: datetime) -> int:
+    def release_overdue(self, now: datetime) -> int:
         """Mark HELD bookings with ``expires_at <= now`` EXPIRED (version + 1); return count."""
-        return await self._write(
+        return self._write(
             "UPDATE bookings SET status = 'EXPIRED', version = version + 1 "
             "WHERE status = 'HELD' AND expires_at <= ?",
             (format_instant(now),),
         )
 
-    async def next_hold_expiry(self) -> datetime | None:
+    def next_hold_expiry(self) -> datetime | None:
         """The earliest ``expires_at`` of a HELD booking, if any."""
-        rows = await self._fetch(_NEXT_HOLD_EXPIRY, ())
+        rows = self._fetch(_NEXT_HOLD_EXPIRY, ())
         return optional_instant(rows[0][0])
 
-    async def search_free_slots(
+    def search_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
     ) -> tuple[list[Slot], int]:
         """Free slots (no active booking, starting after ``now``) by start time; page and total.
@@ -427,52 +440,42 @@ class SqliteTransaction:
         specialty or keywords; the specialty filter is an exact, case-folded match.
         """
         params = _search_params(query, now, offset, limit)
-        rows = await self._fetch(_SEARCH_PAGE, params)
+        rows = self._fetch(_SEARCH_PAGE, params)
         if rows:
             return [slot_from_row(row) for row in rows], int(rows[0]["total"])
         if offset == 0:
             return [], 0
-        counted = await self._fetch(_SEARCH_COUNT, params)
+        counted = self._fetch(_SEARCH_COUNT, params)
         return [], int(counted[0]["total"])
 
-    async def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
         """The idempotency record, the slot and the earliest hold expiry, in one statement."""
-        rows = await self._fetch(_HOLD_LOOKUP, {"scope": scope, "key": key, "slot_id": slot_id})
-        row = rows[0]
+        row = self._fetch(_HOLD_LOOKUP, {"scope": scope, "key": key, "slot_id": slot_id})[0]
         record = None
         if row["fingerprint"] is not None:
-            record = IdempotencyRecord(
-                scope=scope,
-                key=key,
-                fingerprint=row["fingerprint"],
-                booking=booking_from_json(row["booking_json"]),
-                error_code=row["error_code"],
-            )
+            record = _record(scope, key, row)
         slot = slot_from_row(row) if row["slot_id"] is not None else None
         return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
 
-    async def get_slot(self, slot_id: str) -> Slot | None:
+    def get_slot(self, slot_id: str) -> Slot | None:
         """The slot with this id joined with its expert, or ``None``."""
-        rows = await self._fetch(_GET_SLOT, (slot_id,))
+        rows = self._fetch(_GET_SLOT, (slot_id,))
         return slot_from_row(rows[0]) if rows else None
 
-    async def get_booking(self, booking_id: str) -> Booking | None:
+    def get_booking(self, booking_id: str) -> Booking | None:
         """The stored booking, or ``None``."""
-        rows = await self._fetch(
-            f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?",  # noqa: S608 - constant
-            (booking_id,),
-        )
+        rows = self._fetch(_GET_BOOKING, (booking_id,))
         return booking_from_row(rows[0]) if rows else None
 
-    async def insert_booking(self, booking: Booking) -> None:
+    def insert_booking(self, booking: Booking) -> None:
         """Insert a new booking.
 
         Raises:
             SlotUnavailableError: the slot already has an active booking.
         """
-        await self._write(_INSERT_BOOKING, booking_params(booking), slot_id=booking.slot_id)
+        self._write(_INSERT_BOOKING, booking_params(booking), slot_id=booking.slot_id)
 
-    async def update_booking(self, booking: Booking, expected_version: int) -> None:
+    def update_booking(self, booking: Booking, expected_version: int) -> None:
         """Replace the stored booking if its stored version is ``expected_version``.
 
         Raises:
@@ -480,14 +483,14 @@ class SqliteTransaction:
             BookingNotFoundError: no booking has this id.
             SlotUnavailableError: the change would make a second active booking of the slot.
         """
-        changed = await self._write(
+        changed = self._write(
             _UPDATE_BOOKING,
             (*booking_params(booking)[1:], booking.booking_id, expected_version),
             slot_id=booking.slot_id,
         )
         if changed:
             return
-        rows = await self._fetch(
+        rows = self._fetch(
             "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
         )
         if not rows:
@@ -498,27 +501,18 @@ class SqliteTransaction:
             currentVersion=rows[0]["version"],
         )
 
-    async def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
         """The committed outcome stored for ``(scope, key)``, or ``None``."""
-        rows = await self._fetch(
+        rows = self._fetch(
             "SELECT fingerprint, booking_json, error_code FROM idempotency "
             "WHERE scope = ? AND key = ?",
             (scope, key),
         )
-        if not rows:
-            return None
-        row = rows[0]
-        return IdempotencyRecord(
-            scope=scope,
-            key=key,
-            fingerprint=row["fingerprint"],
-            booking=booking_from_json(row["booking_json"]),
-            error_code=row["error_code"],
-        )
+        return _record(scope, key, rows[0]) if rows else None
 
-    async def put_idempotency(self, record: IdempotencyRecord) -> None:
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
         """Store the outcome of an idempotent request (a key is written once)."""
-        await self._write(
+        self._write(
             "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
             "VALUES (?, ?, ?, ?, ?)",
             (
@@ -535,25 +529,41 @@ class SqliteTransaction:
             msg = "the transaction has already ended"
             raise RuntimeError(msg)
 
-    async def _fetch(self, sql: str, params: Iterable[Any] | dict[str, Any]) -> list[sqlite3.Row]:
+    def _fetch(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
         self._check_open()
         try:
-            return list(await self._conn.execute_fetchall(sql, params))
+            return self.connection.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
 
-    async def _write(self, sql: str, params: Iterable[Any], *, slot_id: str | None = None) -> int:
+    def _write(self, sql: str, params: Sequence[Any], *, slot_id: str | None = None) -> int:
         """Run one change; with ``slot_id``, a second active booking is ``SlotUnavailableError``."""
         self._check_open()
         try:
-            cursor = await self._conn.execute(sql, params)
+            return self.connection.execute(sql, params).rowcount
         except sqlite3.IntegrityError as exc:
             if slot_id is not None and "bookings.slot_id" in str(exc):
                 raise SlotUnavailableError(slotId=slot_id) from exc
             raise _translate(exc) from exc
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
-        return cursor.rowcount
+
+
+def _record(scope: str, key: str, row: sqlite3.Row) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        scope=scope,
+        key=key,
+        fingerprint=row["fingerprint"],
+        booking=booking_from_json(row["booking_json"]),
+        error_code=row["error_code"],
+    )
+
+
+async def _call(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except sqlite3.Error as exc:
+        raise _translate(exc) from exc
 
 
 def _translate(exc: sqlite3.Error) -> BookingError:
