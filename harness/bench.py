@@ -53,6 +53,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,6 +95,11 @@ READ_P50_MAX_RATIO = 1.5
 READ_RPS_MIN_RATIO = 0.6
 HOLD_RPS_MIN_RATIO = 0.4
 COLD_START_MAX_S = 2.0
+IMPORT_FLOOR_COMMAND = (
+    sys.executable,
+    "-c",
+    "import mcp.server.lowlevel, litestar, uvicorn, httpx, aiosqlite",
+)
 QUIET_FOREIGN_CORES = 0.25  # a round counts as quiet when other tenants used less than this
 
 
@@ -486,10 +492,20 @@ def _verdict(entry: dict[str, Any]) -> tuple[str, bool | None]:
 
 
 def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]:
-    """Spawn the CLI ``spawns`` times on a fresh database: Popen -> ready line -> tools/list."""
+    """Spawn the CLI ``spawns`` times on a fresh database: Popen -> ready line -> tools/list.
+
+    Interleaved with each spawn, the stack's import floor (perf-floor section 5: a fresh
+    interpreter importing the SDK, Litestar, uvicorn, httpx and aiosqlite, then exiting), so
+    the figure can be judged against what this box costs at the moment of the run.
+    """
     ready: list[float] = []
     first_response: list[float] = []
+    import_floor: list[float] = []
+    preexec = _pin(SERVER_CPU) if pin else None
     for _ in range(spawns):
+        started = time.perf_counter()
+        subprocess.run(IMPORT_FLOOR_COMMAND, check=True, env=env, preexec_fn=preexec)
+        import_floor.append(time.perf_counter() - started)
         with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
             started = time.perf_counter()
             with cli_server(Path(tmp) / "cold.db", env, pin=pin) as server:
@@ -500,6 +516,7 @@ def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]
         "ready_s_median": statistics.median(ready),
         "ready_s_all": [round(value, 3) for value in ready],
         "first_tools_list_s_median": statistics.median(first_response),
+        "stack_import_floor_s_median": statistics.median(import_floor),
         "target_s": COLD_START_MAX_S,
         "pass": statistics.median(ready) <= COLD_START_MAX_S,
     }
@@ -637,6 +654,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
         f"cold start (CLI, fresh db, median of {cold['spawns']}): "
         f"ready {cold['ready_s_median']:.3f} s"
         f", first tools/list {cold['first_tools_list_s_median']:.3f} s"
+        f" (stack import floor {cold['stack_import_floor_s_median']:.3f} s)"
         f"  {'PASS' if cold['pass'] else 'MISS'} <= {COLD_START_MAX_S} s"
     )
     rss = extra["peak_rss_kib"]
