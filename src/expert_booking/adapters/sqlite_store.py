@@ -245,6 +245,7 @@ class SqliteBookingStore:
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
         store = cls(conn)
+        ready = False
         try:
             conn.row_factory = sqlite3.Row
             await conn.create_function("casefold", 1, _casefold, deterministic=True)
@@ -257,9 +258,10 @@ class SqliteBookingStore:
                 await _call(conn.execute_fetchall(pragma))
             await store._writer.call(_migrate)
             store._reader = await _call(_open_reader(str(path), busy_timeout_ms))
-        except BaseException:
-            await conn.close()
-            raise
+            ready = True
+        finally:
+            if not ready:  # whatever went wrong (cancellation included): no thread left behind
+                await conn.close()
         return store
 
     async def close(self) -> None:
@@ -339,14 +341,15 @@ def _transact(connection: sqlite3.Connection, work: Callable[[SqliteTransaction]
     """``BEGIN IMMEDIATE``, ``work``, ``COMMIT``; ``ROLLBACK`` if anything raised. Worker only."""
     connection.execute("BEGIN IMMEDIATE")
     tx = SqliteTransaction(connection)
+    committed = False
     try:
         result = work(tx)
         connection.execute("COMMIT")
-    except BaseException:
-        _rollback(connection)
-        raise
+        committed = True
     finally:
         tx.finished = True
+        if not committed:  # work or COMMIT raised: the exception propagates after this
+            _rollback(connection)
     return result
 
 
@@ -581,14 +584,16 @@ def _translate(exc: sqlite3.Error) -> BookingError:
 async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
     """The read-only connection: WAL lets it read the last commit while a writer works."""
     reader = await aiosqlite.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    ready = False
     try:
         reader.row_factory = sqlite3.Row
         await reader.create_function("casefold", 1, _casefold, deterministic=True)
         await reader.execute_fetchall(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await reader.execute_fetchall("PRAGMA query_only = ON")
-    except BaseException:
-        await reader.close()
-        raise
+        ready = True
+    finally:
+        if not ready:
+            await reader.close()
     return reader
 
 
