@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -11,6 +10,7 @@ import mcp_types as types
 
 from expert_booking.domain.errors import BookingError, InternalError
 from expert_booking.domain.model import Booking
+from expert_booking.edge.json_text import compact_text
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_META,
     SERVER_RECEIVED_META,
@@ -21,8 +21,6 @@ logger = logging.getLogger("expert_booking.edge")
 
 T = TypeVar("T")
 BookingRenderer = Callable[[Booking], dict[str, Any]]
-# Reused: json.dumps with options builds a new encoder per call.
-_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def build_meta(
@@ -100,7 +98,7 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
 
 def to_call_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
     """The MCP result: the envelope as structured content and as one compact JSON text."""
-    text = _TEXT_ENCODER.encode(envelope)
+    text = compact_text(envelope)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=dict(envelope),

@@ -23,6 +23,7 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
 
 from expert_booking.domain.model import format_instant
+from expert_booking.edge.json_text import compact_text
 from expert_booking.edge.validation import has_lone_surrogate, unicode_text
 from expert_booking.ports import Clock, TraceContext
 
@@ -36,8 +37,6 @@ _CALLER_LIMIT = 120
 _ZERO_TRACE = "0" * 32
 
 action_logger = logging.getLogger(ACTION_LOGGER)
-# One encoder for every action line: json.dumps with options builds a new one per call.
-_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def derive_trace_id(request_span_id: str | None) -> str:
@@ -162,7 +161,7 @@ class ActionObserver:
             "errorCode": action.error_code,
             "cache": action.cache,
         }
-        line = _LINE_ENCODER.encode(record)
+        line = compact_text(record)
         # makeRecord + handle: the public path without findCaller's stack walk.
         action_logger.handle(
             action_logger.makeRecord(ACTION_LOGGER, logging.INFO, "", 0, line, (), None)

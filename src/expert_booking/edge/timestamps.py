@@ -10,6 +10,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from expert_booking.domain.model import format_instant
+from expert_booking.edge.json_text import compact_text, parse_strict
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_META,
     SCOPE_CLIENT_SENT_AT,
@@ -133,9 +134,7 @@ def _merge_result_meta(
 _RESULT_PREFIX = re.compile(
     rb'\{"jsonrpc":"2\.0","id":(?:-?(?:0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*"),"result":(?=\{)'
 )
-_DECODER = json.JSONDecoder()
-_STAMPS_ENCODER = json.JSONEncoder(separators=(",", ":"))
-_JSON_SPACE = " \t\n\r"
+_JSON_SPACE = b" \t\n\r"
 
 
 def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
@@ -144,46 +143,49 @@ def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
     Saves the re-encoding of the whole response (two thirds of the cost; tools/list is 6 KB).
     ``result`` is still parsed, so this gives the same parsed message as
     ``_reencode_with_stamps`` for any body it accepts: the body must be exactly
-    ``{"jsonrpc":"2.0","id":<int or plain string>,"result":<object>}`` (so valid JSON with no
-    other top-level member), and ``result`` must either end with a ``_meta`` object holding
-    none of the stamp keys (the SDK puts ``_meta`` last, with its serverInfo) or have no
-    ``_meta`` at all. The stamps then go in right before the closing brace of that last
-    member (with duplicate ``_meta`` keys the last one is the one a parser keeps), so no key
-    is duplicated or lost. Anything else returns ``None``.
+    ``{"jsonrpc":"2.0","id":<int or plain string>,"result":<object>}`` (the prefix above, then
+    ``result``, then only the closing brace and JSON space), and ``result`` must either end
+    with a ``_meta`` object holding none of the stamp keys (the SDK puts ``_meta`` last, with
+    its serverInfo) or have no ``_meta`` at all. The stamps then go in right before the
+    closing brace of that last member (with duplicate ``_meta`` keys the last one is the one
+    a parser keeps), so no key is duplicated or lost. Anything else returns ``None``, and
+    so does a ``result`` the strict parser refuses (``NaN``, a lone surrogate escape).
     """
     prefix = _RESULT_PREFIX.match(body)
     if prefix is None:
         return None
+    end = len(body.rstrip(_JSON_SPACE))  # the body's closing brace is at end - 1
+    result_close = end - 2  # the closing brace of result: no space may stand between them
+    if result_close < prefix.end() or body[end - 1] != _CLOSE or body[result_close] != _CLOSE:
+        return None
     try:
-        text = body.decode("utf-8")
-        result, end = _DECODER.raw_decode(text, prefix.end())
+        result = parse_strict(body[prefix.end() : end - 1])
     except (ValueError, RecursionError):
         return None
-    if not isinstance(result, dict) or text[end:].rstrip(_JSON_SPACE) != "}":
+    if not isinstance(result, dict):
         return None
-    members = _STAMPS_ENCODER.encode(stamps)[1:-1]  # "k":"v",... without braces
+    members = compact_text(stamps)[1:-1]  # "k":"v",... without braces
     meta = result.get("_meta")
     if meta is None and "_meta" not in result:
-        # Before the closing brace of result.
-        insert_at, members = end - 1, f'"_meta":{{{members}}}'
+        insert_at, members = result_close, f'"_meta":{{{members}}}'
         if result:
             members = "," + members
     elif (
         isinstance(meta, dict)
         and next(reversed(result)) == "_meta"
-        and text[end - 2] == "}"
+        and body[result_close - 1] == _CLOSE
         and not stamps.keys() & meta.keys()
     ):
         # Before the closing brace of result._meta, the last member of result.
-        insert_at = end - 2
+        insert_at = result_close - 1
         if meta:
             members = "," + members
     else:
         return None
-    # Everything from insert_at on is ASCII ("}}" or "}" then "}" and JSON space), so the
-    # byte offset is the character offset counted from the end.
-    cut = len(body) - (len(text) - insert_at)
-    return body[:cut] + members.encode() + body[cut:]
+    return body[:insert_at] + members.encode() + body[insert_at:]
+
+
+_CLOSE = ord("}")
 
 
 def _reencode_with_stamps(body: bytes, stamps: dict[str, str]) -> bytes:

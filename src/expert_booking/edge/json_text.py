@@ -1,0 +1,37 @@
+"""Compact JSON for the edge's hot paths: msgspec first, the standard library as the fallback.
+
+msgspec (installed with Litestar) encodes and parses 3-5x faster than ``json``. Its output for
+what the edge writes (dicts with string keys, strings, ints, bools, None) is byte-for-byte
+``json.dumps(doc, ensure_ascii=False, separators=(",", ":"))``; anything it refuses (a lone
+surrogate, which UTF-8 cannot carry; an unknown type) goes through ``json`` exactly as before.
+Floats are the one difference in form: msgspec writes ``1e16`` where ``json`` writes
+``1e+16``, the same number.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder()
+_STDLIB_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_text(doc: Any) -> str:
+    """``doc`` as compact JSON text with non-ASCII characters kept as they are."""
+    try:
+        return _ENCODER.encode(doc).decode("utf-8")
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, OverflowError):
+        return _STDLIB_ENCODER.encode(doc)
+
+
+def parse_strict(data: bytes) -> Any:
+    """Parse one RFC 8259 JSON value (no ``NaN``, no trailing data, no lone surrogates).
+
+    Raises:
+        ValueError: ``data`` is not exactly one such value (``msgspec.DecodeError`` is one).
+    """
+    return _DECODER.decode(data)
