@@ -95,10 +95,14 @@ READ_P50_MAX_RATIO = 1.5
 READ_RPS_MIN_RATIO = 0.6
 HOLD_RPS_MIN_RATIO = 0.4
 COLD_START_MAX_S = 2.0
+# Timed until its line, as the server is timed until its ready line (not to interpreter exit).
 IMPORT_FLOOR_COMMAND = (
     sys.executable,
     "-c",
-    "import mcp.server.lowlevel, litestar, uvicorn, httpx, aiosqlite",
+    (
+        "import mcp.server.lowlevel, litestar, uvicorn, httpx, aiosqlite, os;"
+        "print('imported', flush=True); os._exit(0)"
+    ),
 )
 QUIET_FOREIGN_CORES = 0.25  # a round counts as quiet when other tenants used less than this
 
@@ -495,17 +499,16 @@ def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]
     """Spawn the CLI ``spawns`` times on a fresh database: Popen -> ready line -> tools/list.
 
     Interleaved with each spawn, the stack's import floor (perf-floor section 5: a fresh
-    interpreter importing the SDK, Litestar, uvicorn, httpx and aiosqlite, then exiting), so
-    the figure can be judged against what this box costs at the moment of the run.
+    interpreter importing the SDK, Litestar, uvicorn, httpx and aiosqlite, timed to a line it
+    prints afterwards, as the server is timed to its ready line), so the figure can be judged
+    against what this box costs at the moment of the run.
     """
     ready: list[float] = []
     first_response: list[float] = []
     import_floor: list[float] = []
-    preexec = _pin(SERVER_CPU) if pin else None
+    pin = pin and _pin(SERVER_CPU) is not None
     for _ in range(spawns):
-        started = time.perf_counter()
-        subprocess.run(IMPORT_FLOOR_COMMAND, check=True, env=env, preexec_fn=preexec)
-        import_floor.append(time.perf_counter() - started)
+        import_floor.append(_import_floor_s(env, pin=pin))
         with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
             started = time.perf_counter()
             with cli_server(Path(tmp) / "cold.db", env, pin=pin) as server:
@@ -520,6 +523,25 @@ def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]
         "target_s": COLD_START_MAX_S,
         "pass": statistics.median(ready) <= COLD_START_MAX_S,
     }
+
+
+def _import_floor_s(env: dict[str, str], *, pin: bool) -> float:
+    """Seconds from spawning ``IMPORT_FLOOR_COMMAND`` to its line on stdout.
+
+    Pinned to the server CPU right after the spawn (no ``preexec_fn``: this runs beside
+    threads), so at most the interpreter's first instructions run elsewhere.
+    """
+    started = time.perf_counter()
+    with subprocess.Popen(IMPORT_FLOOR_COMMAND, stdout=subprocess.PIPE, env=env) as child:
+        if pin:
+            os.sched_setaffinity(child.pid, {SERVER_CPU})
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        elapsed = time.perf_counter() - started
+    if line.strip() != b"imported" or child.returncode != 0:
+        msg = f"the import floor command failed (exit {child.returncode})"
+        raise RuntimeError(msg)
+    return elapsed
 
 
 async def _first_list(url: str) -> float:
@@ -797,6 +819,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.serve_floor:
         return serve_floor(args.host, args.port)
+    if args.only and (args.inprocess or args.profile):
+        parser.error("--only applies to the HTTP benchmark (--profile picks one configuration)")
+    configs = selected(args.only)
+    if args.only and len(configs) == 1:
+        parser.error(f"--only {args.only} matches no configuration besides the floor")
     if args.inprocess or args.profile:
         from harness.bench_inprocess import inprocess  # it imports this module
 
@@ -813,7 +840,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = dataclasses.replace(plan, slots=args.slots)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
-    report = asyncio.run(run(plan, args.engine, selected(args.only)))
+    report = asyncio.run(run(plan, args.engine, configs))
+    report["only"] = args.only
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"report: {out}")

@@ -10,6 +10,7 @@ value, and the clock re-reads it only when the file's identity (inode, mtime, si
 from __future__ import annotations
 
 import os
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -37,14 +38,17 @@ class OffsetFileClock:
         self._path = path
         self._identity: tuple[int, int, int] | None = None
         self._offset = timedelta(0)
+        self._lock = threading.Lock()  # read on the event loop and the store's worker
 
     @property
     def path(self) -> Path:
         return self._path
 
     def now(self) -> datetime:
-        self._refresh()
-        return datetime.now(UTC) + self._offset
+        with self._lock:
+            self._refresh()
+            offset = self._offset
+        return datetime.now(UTC) + offset
 
     def _refresh(self) -> None:
         try:

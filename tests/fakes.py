@@ -185,7 +185,9 @@ async def transaction_held_open(
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(store.run, work)
         with anyio.fail_after(_HOLD_OPEN_LIMIT_S):
-            await anyio.to_thread.run_sync(entered.wait)
+            # Abandoned on cancellation: if the transaction never starts, the task group's
+            # error (or the deadline) ends this wait instead of a thread waiting forever.
+            await anyio.to_thread.run_sync(entered.wait, abandon_on_cancel=True)
         try:
             yield
         finally:

@@ -13,7 +13,11 @@ T = TypeVar("T")
 
 
 class Clock(Protocol):
-    """The only reader of the wall clock."""
+    """The only reader of the wall clock.
+
+    ``now()`` must be safe to call from any thread: transactions read it on the store's
+    worker thread (``BookingStore.run``), the edge on the event loop.
+    """
 
     def now(self) -> datetime:
         """Return the current instant as an aware UTC datetime."""

@@ -17,6 +17,7 @@ overdue hold as HELD, and it neither queues behind writers nor answers STORAGE_B
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -389,20 +390,26 @@ class BookingService:
         )
 
     async def _run(self, work: Callable[[Transaction], T]) -> T:
-        """``store.run(work)``; if it ends without an answer, the cache is dropped.
+        """``store.run(work)``; a caller that goes away still gets the cache dropped after it.
 
-        Cancelled while the transaction was queued or running, the caller cannot know whether
-        it committed a change (a started transaction runs to its end), so no page read before
-        it may stay cached.
+        A started transaction runs to its end even when its caller is cancelled, and may
+        commit a change then. So the store call is shielded from the caller's cancellation,
+        and the cache is dropped once it has finished: dropping it at the cancellation would
+        let a search between then and the commit cache the old state again.
         """
-        answered = False
+        pending = asyncio.ensure_future(self._store.run(work))
         try:
-            result = await self._store.run(work)
-            answered = True
-        finally:
-            if not answered:
-                self._cache.invalidate()
-        return result
+            return await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            pending.add_done_callback(self._drop_cache_after)
+            raise
+
+    def _drop_cache_after(self, finished: asyncio.Future[Any]) -> None:
+        self._cache.invalidate()
+        error = None if finished.cancelled() else finished.exception()
+        if error is not None and not isinstance(error, BookingError):
+            # Nobody awaits this outcome any more: an unexpected failure is logged here.
+            logger.error("transaction of a cancelled request failed", exc_info=error)
 
     def _after_write(self, *, released: int, changed: bool) -> None:
         if released or changed:

@@ -524,8 +524,13 @@ async def test_a_hold_whose_caller_was_cancelled_runs_whole_and_drops_the_slot_c
                     tasks.start_soon(_hold, service)  # queued behind the open transaction
                     await anyio.wait_all_tasks_blocked()
                     scope.cancel()
-        assert scope.cancelled_caught
+            assert scope.cancelled_caught
+            # Between the cancellation and the commit a search still sees the slot free,
+            # and may cache that page...
+            assert "slot-ai-001" in _ids(await _search(service))
         await store.run(lambda _tx: None)  # transactions run in order: the hold has finished
+        await anyio.wait_all_tasks_blocked()
+    # ...but the finished hold drops it: the next search reads the committed state.
     page = await _search(service)
     assert not page.cache_hit
     assert "slot-ai-001" not in _ids(page)

@@ -14,11 +14,12 @@ Design:
   raised. The worker runs calls one after another, so transactions never interleave and no
   lock is needed in this process; other processes sharing the file wait up to
   ``busy_timeout`` and then get ``StorageBusyError``.
-* One thread hop per transaction instead of one per statement: a hop costs 20-100 us
-  (perf-floor section 4), a hold transaction used five and a confirm twelve. aiosqlite has no
-  public "run this function on the connection's thread", so ``_WriteWorker`` is the one place
-  that uses its private ``Connection._execute`` and ``Connection._conn`` (aiosqlite is pinned;
-  ``tests/integration/test_sqlite_store.py`` checks that work runs on the worker thread).
+* One thread hop per transaction instead of one per statement: a hop costs 8-100 us
+  (perf-floor section 4, NOTES.md), a hold transaction used five and a confirm twelve.
+  aiosqlite has no public "run this function on the connection's thread", so ``_WriteWorker``
+  is the one place that uses its private ``Connection._execute`` and ``Connection._conn``
+  (aiosqlite is pinned; ``tests/integration/test_sqlite_store.py`` checks that work runs on
+  the worker thread).
 * A second, read-only connection (``PRAGMA query_only``) serves ``peek_booking`` and
   ``peek_free_slots``: one autocommit statement each, so each sees the last committed state
   (WAL lets it read while a writer works), never waits for the write lock and never answers
@@ -41,6 +42,7 @@ Design:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import sqlite3
@@ -217,6 +219,7 @@ class SqliteBookingStore:
         self._conn = connection
         self._writer = _WriteWorker(connection)
         self._reader: aiosqlite.Connection | None = None
+        self._closing: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> SqliteBookingStore:
@@ -265,7 +268,12 @@ class SqliteBookingStore:
         return store
 
     async def close(self) -> None:
-        """Close the connections after the queued transactions (idempotent)."""
+        """Close the connections after the queued transactions (idempotent, also concurrently)."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_connections())
+        await asyncio.shield(self._closing)
+
+    async def _close_connections(self) -> None:
         await self._conn.close()
         if self._reader is not None:
             await self._reader.close()
@@ -339,11 +347,17 @@ class _WriteWorker:
 
 def _transact(connection: sqlite3.Connection, work: Callable[[SqliteTransaction], T]) -> T:
     """``BEGIN IMMEDIATE``, ``work``, ``COMMIT``; ``ROLLBACK`` if anything raised. Worker only."""
+    if connection.in_transaction:  # an earlier ROLLBACK failed: never build on its leftovers
+        _rollback(connection)
     connection.execute("BEGIN IMMEDIATE")
     tx = SqliteTransaction(connection)
     committed = False
     try:
         result = work(tx)
+        if inspect.isawaitable(result):  # an ``async def`` work did nothing: refuse, roll back
+            _discard(result)
+            msg = "transaction work must be a plain function, not a coroutine function"
+            raise TypeError(msg)
         connection.execute("COMMIT")
         committed = True
     finally:
@@ -351,6 +365,12 @@ def _transact(connection: sqlite3.Connection, work: Callable[[SqliteTransaction]
         if not committed:  # work or COMMIT raised: the exception propagates after this
             _rollback(connection)
     return result
+
+
+def _discard(awaitable: object) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()  # no "never awaited" warning for a coroutine that is refused
 
 
 def _rollback(connection: sqlite3.Connection) -> None:

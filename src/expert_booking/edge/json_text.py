@@ -4,8 +4,11 @@ msgspec (installed with Litestar) encodes and parses 3-5x faster than ``json``. 
 what the edge writes (dicts with string keys, strings, ints, bools, None) is byte-for-byte
 ``json.dumps(doc, ensure_ascii=False, separators=(",", ":"))``; anything it refuses (a lone
 surrogate, which UTF-8 cannot carry; an unknown type) goes through ``json`` exactly as before.
-Floats are the one difference in form: msgspec writes ``1e16`` where ``json`` writes
-``1e+16``, the same number.
+Where the two differ, nothing the edge writes goes: floats (msgspec writes ``1e16`` where
+``json`` writes ``1e+16``, and ``null`` for NaN and infinities where ``json`` writes the
+non-JSON ``NaN``/``Infinity``; the only float is a log line's rounded ``durationMs``), and
+types ``json`` refuses but msgspec encodes (``datetime``, ``UUID``, ``Decimal``, dataclasses):
+the edge renders those to strings itself before anything is encoded.
 """
 
 from __future__ import annotations

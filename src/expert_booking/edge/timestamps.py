@@ -147,8 +147,9 @@ def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
     ``result``, then only the closing brace and JSON space), and ``result`` must either end
     with a ``_meta`` object holding none of the stamp keys (the SDK puts ``_meta`` last, with
     its serverInfo) or have no ``_meta`` at all. The stamps then go in right before the
-    closing brace of that last member (with duplicate ``_meta`` keys the last one is the one
-    a parser keeps), so no key is duplicated or lost. Anything else returns ``None``, and
+    closing brace of that last member, which must be the text's last member too (checked
+    against the SDK's encoding of ``_meta``), so no key is duplicated or lost even when
+    ``result`` repeats a key. Anything else returns ``None``, and
     so does a ``result`` the strict parser refuses (``NaN``, a lone surrogate escape).
     """
     prefix = _RESULT_PREFIX.match(body)
@@ -173,8 +174,10 @@ def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
     elif (
         isinstance(meta, dict)
         and next(reversed(result)) == "_meta"
-        and body[result_close - 1] == _CLOSE
         and not stamps.keys() & meta.keys()
+        # _meta is also the last member in the text (with a repeated key, a parser's last
+        # key need not be the text's last member).
+        and _ends_with_meta(body, result_close, meta)
     ):
         # Before the closing brace of result._meta, the last member of result.
         insert_at = result_close - 1
@@ -186,6 +189,15 @@ def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
 
 
 _CLOSE = ord("}")
+# The SDK writes responses with json.dumps(separators=(",", ":")): ASCII escapes, compact.
+_SDK_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
+def _ends_with_meta(body: bytes, end: int, meta: dict[str, Any]) -> bool:
+    """Whether ``body[:end]`` ends with the member ``"_meta":<meta>`` in compact JSON."""
+    if body.endswith(b'"_meta":' + _SDK_ENCODER.encode(meta).encode(), 0, end):
+        return True
+    return body.endswith(b'"_meta":' + compact_text(meta).encode(), 0, end)  # raw UTF-8
 
 
 def _reencode_with_stamps(body: bytes, stamps: dict[str, str]) -> bytes:
@@ -204,4 +216,7 @@ def _reencode_with_stamps(body: bytes, stamps: dict[str, str]) -> bytes:
         meta = {}
         result["_meta"] = meta
     meta.update(stamps)
-    return json.dumps(message, separators=(",", ":")).encode()
+    try:  # never emit NaN or Infinity, which are not JSON: then the body goes out unstamped
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError:
+        return body
