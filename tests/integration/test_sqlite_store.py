@@ -15,13 +15,12 @@ import anyio
 import pytest
 
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.adapters.sqlite_migrations import load_migrations, split_statements
 from expert_booking.adapters.sqlite_store import (
     SqliteBookingStore,
     _search_params,
     booking_from_json,
     booking_to_json,
-    load_migrations,
-    split_statements,
 )
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import (

@@ -47,15 +47,17 @@ import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
-from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.adapters.sqlite_migrations import (
+    Migration,
+    apply_migration,
+    pending_migrations,
+)
 from expert_booking.adapters.sqlite_rows import (
     BOOKING_COLUMNS,
     SLOT_COLUMNS,
@@ -78,15 +80,7 @@ from expert_booking.domain.errors import (
 from expert_booking.domain.model import Booking, Slot, format_instant
 from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery, SlotSearchResult
 
-__all__ = [
-    "Migration",
-    "SqliteBookingStore",
-    "SqliteTransaction",
-    "booking_from_json",
-    "booking_to_json",
-    "load_migrations",
-    "split_statements",
-]
+__all__ = ["SqliteBookingStore", "SqliteTransaction", "booking_from_json", "booking_to_json"]
 
 logger = logging.getLogger("expert_booking.store")
 
@@ -95,7 +89,6 @@ T = TypeVar("T")
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
 _SQLITE_MAX_INTEGER = 2**63 - 1
-_SEED_VERSION = 1  # the seed is written in the transaction that creates the schema
 
 _GET_SLOT = f"""
 SELECT {SLOT_COLUMNS}
@@ -165,50 +158,6 @@ UPDATE bookings SET
     payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?
 WHERE booking_id = ? AND version = ?
 """
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One numbered schema step (``migrations/NNNN_name.sql``)."""
-
-    version: int
-    name: str
-    statements: tuple[str, ...]
-
-
-def load_migrations() -> tuple[Migration, ...]:
-    """The packaged migrations in version order (versions must be 1, 2, 3, ...)."""
-    folder = resources.files("expert_booking.adapters") / "migrations"
-    migrations = []
-    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
-        if not entry.name.endswith(".sql"):
-            continue
-        prefix, _, name = entry.name.removesuffix(".sql").partition("_")
-        statements = split_statements(entry.read_text(encoding="utf-8"))
-        migrations.append(Migration(version=int(prefix), name=name, statements=statements))
-    versions = [migration.version for migration in migrations]
-    if versions != list(range(1, len(versions) + 1)):
-        msg = f"migration versions must be 1..n without gaps, got {versions}"
-        raise RuntimeError(msg)
-    return tuple(migrations)
-
-
-def split_statements(script: str) -> tuple[str, ...]:
-    """Split a SQL script into complete statements (SQLite's own tokenizer decides)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            statements.append(buffer.strip())
-            buffer = ""
-    leftover = [
-        line for line in buffer.splitlines() if line.strip() and not line.strip().startswith("--")
-    ]
-    if leftover:
-        msg = "migration script ends with an incomplete statement"
-        raise ValueError(msg)
-    return tuple(statements)
 
 
 class SqliteBookingStore:
@@ -382,56 +331,13 @@ def _rollback(connection: sqlite3.Connection) -> None:
 
 def _migrate(connection: sqlite3.Connection) -> None:
     """Apply the packaged migrations not applied yet, each in its own transaction. Worker only."""
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        "version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    applied = {
-        row["version"] for row in connection.execute("SELECT version FROM schema_migrations")
-    }
-    for migration in load_migrations():
-        if migration.version in applied:
-            continue
+    for migration in pending_migrations(connection):
 
         def step(tx: SqliteTransaction, migration: Migration = migration) -> bool:
-            return _apply(tx.connection, migration)
+            return apply_migration(tx.connection, migration)
 
         if _transact(connection, step):
             logger.info("applied migration %04d_%s", migration.version, migration.name)
-
-
-def _apply(connection: sqlite3.Connection, migration: Migration) -> bool:
-    """Apply one migration inside a transaction; ``False`` if another process just did."""
-    done = connection.execute(
-        "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
-    ).fetchall()
-    if done:
-        return False
-    for statement in migration.statements:
-        connection.execute(statement)
-    if migration.version == _SEED_VERSION:
-        _insert_seed(connection)
-    connection.execute(
-        "INSERT INTO schema_migrations (version, applied_at) "
-        "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-        (migration.version,),
-    )
-    return True
-
-
-def _insert_seed(connection: sqlite3.Connection) -> None:
-    connection.executemany(
-        "INSERT INTO experts (expert_id, name, specialty, keywords) VALUES (?, ?, ?, ?)",
-        [(e.expert_id, e.name, e.specialty, e.keywords) for e in SEED_EXPERTS],
-    )
-    connection.executemany(
-        "INSERT INTO slots (slot_id, expert_id, starts_at, ends_at, price_amount, "
-        "price_currency) VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (s.slot_id, s.expert_id, s.starts_at, s.ends_at, s.price_amount, s.price_currency)
-            for s in SEED_SLOTS
-        ],
-    )
 
 
 class SqliteTransaction:
