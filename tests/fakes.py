@@ -23,10 +23,20 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
-from expert_booking.ports import BookingStore, TraceContext, Transaction
+from expert_booking.ports import BookingStore, SlotQuery, TraceContext, Transaction
 
 T0 = datetime(2030, 9, 1, tzinfo=UTC)
 SLOT_AI_001_STARTS_AT = datetime(2030, 9, 2, 2, tzinfo=UTC)
+# Every slot, and the seed's slots in start order (the order a search lists them).
+ALL = SlotQuery(text="", specialty=None, starts_after=None, starts_before=None)
+SEED_ORDER = [
+    "slot-ai-001",
+    "slot-law-001",
+    "slot-ai-002",
+    "slot-law-002",
+    "slot-fin-001",
+    "slot-fin-002",
+]
 TRACE = TraceContext(trace_id="4bf92f3577b34da6a3ce929d0e0e4736", span_id="00f067aa0ba902b7")
 
 

@@ -66,6 +66,7 @@ from expert_booking.slot_cache import SlotSearchCache
 logger = logging.getLogger("expert_booking.services")
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 HOLD_SCOPE = "booking.hold_slot"
 CONFIRM_SCOPE = "booking.confirm_booking"
@@ -226,17 +227,9 @@ class BookingService:
             PaymentMismatchError, PaymentFailedError, PaymentClosedError.
         """
         fingerprint = _fingerprint(command)
-        key = command.idempotency_key
-
-        def precheck(tx: Transaction) -> tuple[Booking | BookingError | None, int]:
-            now = self._clock.now()
-            released = tx.release_overdue(now)
-            replayed = _replay_outcome(tx.get_idempotency(CONFIRM_SCOPE, key), key, fingerprint)
-            if replayed is not None:
-                return replayed, released
-            return self._precheck_confirm(tx, command, now), released
-
-        outcome, released = await self._run(precheck)
+        outcome, released = await self._run(
+            self._confirm_step(command, fingerprint, self._precheck_confirm)
+        )
         self._after_write(released=released, changed=False)
         if outcome is not None:
             return _unwrap(outcome)
@@ -244,15 +237,12 @@ class BookingService:
         # Outside any transaction: a slow payment service never holds the store lock.
         answer = await self._payments.query_payment(command.booking_id, trace)
 
-        def settle(tx: Transaction) -> tuple[Booking | BookingError, int]:
-            now = self._clock.now()
-            released = tx.release_overdue(now)
-            replayed = _replay_outcome(tx.get_idempotency(CONFIRM_SCOPE, key), key, fingerprint)
-            if replayed is not None:
-                return replayed, released
-            return self._settle(tx, command, fingerprint, answer, now), released
+        def settle(
+            tx: Transaction, command: ConfirmBooking, now: datetime
+        ) -> Booking | BookingError:
+            return self._settle(tx, command, fingerprint, answer, now)
 
-        settled, released = await self._run(settle)
+        settled, released = await self._run(self._confirm_step(command, fingerprint, settle))
         self._after_write(released=released, changed=isinstance(settled, Booking))
         if isinstance(settled, Booking):
             # FAILED/CLOSED were committed above (the slot is released) and are reported as
@@ -378,6 +368,25 @@ class BookingService:
         except BookingError as exc:
             return exc
         return None
+
+    def _confirm_step(
+        self,
+        command: ConfirmBooking,
+        fingerprint: str,
+        step: Callable[[Transaction, ConfirmBooking, datetime], R],
+    ) -> Callable[[Transaction], tuple[R | Booking | BookingError, int]]:
+        """A confirm transaction: release overdue holds, replay a repeated key, else ``step``."""
+        key = command.idempotency_key
+
+        def work(tx: Transaction) -> tuple[R | Booking | BookingError, int]:
+            now = self._clock.now()
+            released = tx.release_overdue(now)
+            replayed = _replay_outcome(tx.get_idempotency(CONFIRM_SCOPE, key), key, fingerprint)
+            if replayed is not None:
+                return replayed, released
+            return step(tx, command, now), released
+
+        return work
 
     def _precheck_confirm(
         self, tx: Transaction, command: ConfirmBooking, now: datetime

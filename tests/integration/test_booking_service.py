@@ -38,6 +38,8 @@ from expert_booking.services import (
     SlotPage,
 )
 from tests.fakes import (
+    ALL,
+    SEED_ORDER,
     SLOT_AI_001_STARTS_AT,
     TRACE,
     FakePayments,
@@ -56,15 +58,6 @@ POLICY = BookingPolicy(
     slot_cache_ttl=timedelta(seconds=5),
     payment_page_base_url="http://127.0.0.1:3100/pay",
 )
-ALL = SlotQuery(text="", specialty=None, starts_after=None, starts_before=None)
-SEED_ORDER = [
-    "slot-ai-001",
-    "slot-law-001",
-    "slot-ai-002",
-    "slot-law-002",
-    "slot-fin-001",
-    "slot-fin-002",
-]
 
 
 @pytest.fixture

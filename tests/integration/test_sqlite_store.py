@@ -38,19 +38,9 @@ from expert_booking.ports import (
     SlotSearchResult,
     Transaction,
 )
-from tests.fakes import T0, make_booking, transaction_held_open
+from tests.fakes import ALL, SEED_ORDER, T0, make_booking, transaction_held_open
 
 pytestmark = pytest.mark.anyio
-
-ALL = SlotQuery(text="", specialty=None, starts_after=None, starts_before=None)
-SEED_ORDER = [
-    "slot-ai-001",
-    "slot-law-001",
-    "slot-ai-002",
-    "slot-law-002",
-    "slot-fin-001",
-    "slot-fin-002",
-]
 
 
 @contextlib.contextmanager

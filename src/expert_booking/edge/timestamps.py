@@ -149,8 +149,8 @@ def _insert_stamps(body: bytes, stamps: dict[str, str]) -> bytes | None:
     its serverInfo) or have no ``_meta`` at all. The stamps then go in right before the
     closing brace of that last member, which must be the text's last member too (checked
     against the SDK's encoding of ``_meta``), so no key is duplicated or lost even when
-    ``result`` repeats a key. Anything else returns ``None``, and
-    so does a ``result`` the strict parser refuses (``NaN``, a lone surrogate escape).
+    ``result`` repeats a key. Anything else returns ``None``, and so does a ``result`` the
+    strict parser refuses (``NaN``, a lone surrogate escape).
     """
     prefix = _RESULT_PREFIX.match(body)
     if prefix is None:
