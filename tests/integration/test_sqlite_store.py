@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -223,6 +224,25 @@ async def test_a_transaction_runs_on_the_store_worker_not_on_the_event_loop(
 ) -> None:
     loop_thread = threading.get_ident()
     assert await store.run(lambda _tx: threading.get_ident()) != loop_thread
+
+
+async def test_both_store_worker_threads_run_with_batch_scheduling(
+    store: SqliteBookingStore,
+) -> None:
+    """No wake-up preemption of the event loop by the store's threads (Linux; NOTES.md, Storage)."""
+    native_ids = [thread.native_id for thread in threading.enumerate()]
+    batch = {tid for tid in native_ids if tid is not None and _policy(tid) == os.SCHED_BATCH}
+    writer = await store.run(lambda _tx: threading.get_native_id())
+    assert writer in batch
+    assert len(batch) >= 2  # the writer's and the reader's (and those of stores still open)
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the event loop's thread keeps its policy
+
+
+def _policy(native_id: int) -> int | None:
+    try:
+        return os.sched_getscheduler(native_id)
+    except ProcessLookupError:  # a thread of a store closed meanwhile
+        return None
 
 
 async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usable(
