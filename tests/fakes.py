@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -23,6 +25,8 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
+from expert_booking.edge.log_writer import LoopBatchedWriter
+from expert_booking.edge.observability import ROOT_LOGGER
 from expert_booking.ports import BookingStore, SlotQuery, TraceContext, Transaction
 
 T0 = datetime(2030, 9, 1, tzinfo=UTC)
@@ -205,3 +209,16 @@ async def transaction_held_open(
 
 
 _HOLD_OPEN_LIMIT_S = 10
+
+
+def logged_text(stream: io.StringIO) -> str:
+    """What the server logged to ``stream`` so far, including lines an event loop still keeps.
+
+    ``configure_logging`` writes the lines of one loop iteration at its end; a test reading the
+    log within that iteration drains them first.
+    """
+    for handler in logging.getLogger(ROOT_LOGGER).handlers:
+        writer = getattr(handler, "stream", None)
+        if isinstance(writer, LoopBatchedWriter):
+            writer.drain()
+    return stream.getvalue()

@@ -34,7 +34,7 @@ from expert_booking.ports import TraceContext
 from expert_booking.services import ConfirmBooking, HoldSlot, SearchSlots, SlotPage
 from expert_booking.settings import Settings
 from harness.inprocess import inprocess_app
-from tests.fakes import MutableClock, make_booking
+from tests.fakes import MutableClock, logged_text, make_booking
 
 pytestmark = pytest.mark.anyio
 
@@ -125,7 +125,7 @@ def action_log() -> Iterator[io.StringIO]:
 
 def action_records(log: io.StringIO) -> list[dict[str, Any]]:
     """The action lines of the log (other records have no ``action``)."""
-    records = [json.loads(line) for line in log.getvalue().splitlines()]
+    records = [json.loads(line) for line in logged_text(log).splitlines()]
     return [record for record in records if "action" in record]
 
 
@@ -312,7 +312,7 @@ async def test_log_lines_never_contain_customer_data(stack: Stack) -> None:
     }
     held = await stack.logical("booking.hold_slot", arguments)
     assert held["ok"] is True
-    text = stack.log.getvalue()
+    text = logged_text(stack.log)
     assert held["meta"]["operationId"] in text
     for secret in ("Quentin", "Zyx", "Distinct-Example", "9999-7777", "XYZZY", "slot-"):
         assert secret not in text
@@ -400,7 +400,7 @@ async def test_text_with_a_lone_surrogate_is_invalid_arguments_not_internal_erro
     assert envelope["ok"] is False
     assert envelope["error"]["code"] == "INVALID_ARGUMENTS"
     assert [v["pointer"] for v in envelope["error"]["details"]["violations"]] == pointers
-    raw_http.log.getvalue().encode("utf-8")  # the log stays writable as UTF-8
+    logged_text(raw_http.log).encode("utf-8")  # the log stays writable as UTF-8
 
 
 async def test_a_key_with_a_lone_surrogate_is_pointed_at_without_being_echoed(
@@ -532,7 +532,7 @@ async def test_an_unexpected_exception_becomes_internal_error_without_details(
     text = result.content[0].text  # type: ignore[union-attr]
     for leak in ("sqlite3", "/srv/secret", "Traceback", "RuntimeError"):
         assert leak not in text
-    error, *actions = [json.loads(line) for line in action_log.getvalue().splitlines()]
+    error, *actions = [json.loads(line) for line in logged_text(action_log).splitlines()]
     # The traceback is in the server log only: one JSON line, tied to the caller's operationId.
     assert error["operation_id"] == envelope["meta"]["operationId"]
     assert error["exc_type"] == "RuntimeError"

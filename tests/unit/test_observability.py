@@ -29,7 +29,7 @@ from expert_booking.edge.observability import (
     derive_trace_id,
 )
 from expert_booking.telemetry import TracingConfigError, configure_tracing
-from tests.fakes import MutableClock
+from tests.fakes import MutableClock, logged_text
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -73,7 +73,7 @@ def log_stream() -> Iterator[io.StringIO]:
 
 
 def lines(stream: io.StringIO) -> list[dict[str, object]]:
-    return [json.loads(line) for line in stream.getvalue().splitlines()]
+    return [json.loads(line) for line in logged_text(stream).splitlines()]
 
 
 def test_trace_id_is_the_request_span_uuid_digits() -> None:
@@ -191,7 +191,7 @@ def test_every_expert_booking_record_is_a_json_line_and_action_lines_are_written
     assert (payment["level"], payment["trace_id"]) == ("INFO", "3" * 32)
     assert "booking_id" not in payment  # only the allow-listed context fields
     assert store["message"] == "bad text \ud800"  # escaped in the line, not lost
-    log_stream.getvalue().encode("utf-8")  # every line is writable as UTF-8
+    logged_text(log_stream).encode("utf-8")  # every line is writable as UTF-8
     assert set(action) == LOG_KEYS
     assert action["action"] == "tool_catalog.search"
     assert capsys.readouterr().err == ""
@@ -218,7 +218,7 @@ def test_configuring_logging_again_replaces_the_handler() -> None:
         configure_logging(second)
         logging.getLogger("expert_booking.edge").warning("once")
     assert first.getvalue() == ""
-    assert [json.loads(line)["message"] for line in second.getvalue().splitlines()] == ["once"]
+    assert [json.loads(line)["message"] for line in logged_text(second).splitlines()] == ["once"]
 
 
 def test_spans_share_the_derived_trace_and_nest_the_logical_action() -> None:

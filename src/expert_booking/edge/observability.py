@@ -24,6 +24,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusC
 
 from expert_booking.domain.model import format_instant
 from expert_booking.edge.json_text import compact_text
+from expert_booking.edge.log_writer import LoopBatchedWriter
 from expert_booking.edge.validation import has_lone_surrogate, unicode_text
 from expert_booking.ports import Clock, TraceContext
 
@@ -213,7 +214,7 @@ class JsonLinesFormatter(logging.Formatter):
         return line
 
 
-class _JsonLinesHandler(logging.StreamHandler[TextIO]):
+class _JsonLinesHandler(logging.StreamHandler[LoopBatchedWriter]):
     """The stream handler ``configure_logging`` installs (recognised to be replaced)."""
 
 
@@ -223,7 +224,9 @@ def configure_logging(stream: TextIO = sys.stderr) -> logging.Handler:
     One handler on the ``expert_booking`` logger (``propagate=False``, so nothing also reaches
     the root logger or Python's last-resort handler) formats with ``JsonLinesFormatter``. The
     action lines of ``expert_booking.actions`` reach it by propagation and are written once,
-    exactly as ``ActionObserver`` made them. Calling this again replaces the earlier handler.
+    exactly as ``ActionObserver`` made them. Lines logged on an event loop reach ``stream``
+    together at the end of the loop iteration (``LoopBatchedWriter``); others at once.
+    Calling this again replaces the earlier handler (and writes what it still kept).
 
     Returns:
         The installed handler, so a caller (or a test) can remove it again.
@@ -231,7 +234,8 @@ def configure_logging(stream: TextIO = sys.stderr) -> logging.Handler:
     root = logging.getLogger(ROOT_LOGGER)
     for old in [h for h in root.handlers if isinstance(h, _JsonLinesHandler)]:
         root.removeHandler(old)
-    handler = _JsonLinesHandler(stream)
+        old.stream.drain()
+    handler = _JsonLinesHandler(LoopBatchedWriter(stream))
     handler.setFormatter(JsonLinesFormatter())
     root.addHandler(handler)
     root.setLevel(logging.INFO)
