@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import (
@@ -233,6 +235,20 @@ def test_instants_are_formatted_as_utc_with_milliseconds() -> None:
     assert format_instant(datetime(2030, 9, 2, 2, tzinfo=UTC)) == "2030-09-02T02:00:00.000Z"
     plus8 = datetime(2030, 9, 2, 10, 0, 0, 123999, tzinfo=timezone(timedelta(hours=8)))
     assert format_instant(plus8) == "2030-09-02T02:00:00.123Z"
+
+
+@given(
+    instant=st.datetimes(
+        min_value=datetime(1, 1, 2),  # noqa: DTZ001 - hypothesis bounds are naive
+        max_value=datetime(9999, 12, 30),  # noqa: DTZ001 - hypothesis bounds are naive
+        timezones=st.builds(
+            timezone, st.timedeltas(min_value=timedelta(hours=-23), max_value=timedelta(hours=23))
+        ),
+    )
+)
+def test_formatting_equals_isoformat_in_utc_truncated_to_milliseconds(instant: datetime) -> None:
+    expected = instant.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    assert format_instant(instant) == expected
 
 
 def test_formatting_a_naive_datetime_is_refused() -> None:

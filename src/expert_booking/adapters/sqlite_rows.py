@@ -7,6 +7,7 @@ optional keys. Idempotency records store the booking snapshot as JSON (``booking
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from datetime import datetime
@@ -36,12 +37,17 @@ BOOKING_COLUMNS = (
 )
 
 
+# Stored instants repeat (a slot's times on every search, a booking's on every read) and are
+# canonical texts: each is parsed once. Safe to share, datetimes are immutable; bounded.
+stored_instant = functools.lru_cache(maxsize=8192)(parse_instant)
+
+
 def optional_text(value: datetime | None) -> str | None:
     return None if value is None else format_instant(value)
 
 
 def optional_instant(value: str | None) -> datetime | None:
-    return None if value is None else parse_instant(value)
+    return None if value is None else stored_instant(value)
 
 
 def slot_from_row(row: sqlite3.Row) -> Slot:
@@ -50,8 +56,8 @@ def slot_from_row(row: sqlite3.Row) -> Slot:
         expert_id=row["expert_id"],
         expert_name=row["expert_name"],
         specialty=row["specialty"],
-        starts_at=parse_instant(row["starts_at"]),
-        ends_at=parse_instant(row["ends_at"]),
+        starts_at=stored_instant(row["starts_at"]),
+        ends_at=stored_instant(row["ends_at"]),
         price=Money(amount=row["price_amount"], currency=row["price_currency"]),
     )
 
@@ -107,13 +113,13 @@ def booking_from_row(row: sqlite3.Row) -> Booking:
         booking_id=row["booking_id"],
         slot_id=row["slot_id"],
         expert_id=row["expert_id"],
-        starts_at=parse_instant(row["starts_at"]),
-        ends_at=parse_instant(row["ends_at"]),
+        starts_at=stored_instant(row["starts_at"]),
+        ends_at=stored_instant(row["ends_at"]),
         customer=_customer_from_doc(json.loads(row["customer_json"])),
         status=BookingStatus(row["status"]),
         version=row["version"],
-        held_at=parse_instant(row["held_at"]),
-        expires_at=parse_instant(row["expires_at"]),
+        held_at=stored_instant(row["held_at"]),
+        expires_at=stored_instant(row["expires_at"]),
         confirmed_at=optional_instant(row["confirmed_at"]),
         payment_page_url=row["payment_page_url"],
         # The booking id is the immutable payment query id (spec, payment seam).
@@ -161,13 +167,13 @@ def booking_from_json(text: str) -> Booking:
         booking_id=doc["bookingId"],
         slot_id=doc["slotId"],
         expert_id=doc["expertId"],
-        starts_at=parse_instant(doc["startsAt"]),
-        ends_at=parse_instant(doc["endsAt"]),
+        starts_at=stored_instant(doc["startsAt"]),
+        ends_at=stored_instant(doc["endsAt"]),
         customer=_customer_from_doc(doc["customer"]),
         status=BookingStatus(doc["status"]),
         version=doc["version"],
-        held_at=parse_instant(doc["heldAt"]),
-        expires_at=parse_instant(doc["expiresAt"]),
+        held_at=stored_instant(doc["heldAt"]),
+        expires_at=stored_instant(doc["expiresAt"]),
         confirmed_at=optional_instant(doc["confirmedAt"]),
         payment_page_url=doc["paymentPageUrl"],
         payment=Payment(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -39,8 +40,19 @@ def format_instant(value: datetime) -> str:
     if value.tzinfo is None:
         msg = "naive datetime"
         raise ValueError(msg)
-    # isoformat is ~3x faster than strftime; this runs several times per request.
-    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    # %-formatting of the fields: 1.7x faster than isoformat(timespec=...), 3x strftime; this
+    # runs a dozen times per request (the same text as isoformat: tests/unit/test_rules.py).
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 - the fastest spelling
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond // 1000,
+    )
 
 
 def parse_instant(text: str) -> datetime:
@@ -148,7 +160,14 @@ class Intent:
 
     def digest(self) -> str:
         """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""
-        return "sha256:" + hashlib.sha256(self.canonical_bytes()).hexdigest()
+        return _intent_digest(self)
+
+
+# A held booking's intent is hashed on every read of it (get, hold replays, confirm checks);
+# an intent is a frozen value, so its digest is computed once. Bounded.
+@functools.lru_cache(maxsize=4096)
+def _intent_digest(intent: Intent) -> str:
+    return "sha256:" + hashlib.sha256(intent.canonical_bytes()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
