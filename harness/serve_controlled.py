@@ -36,11 +36,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from expert_booking.__main__ import serve
     from expert_booking.bootstrap import build_asgi_app
+    from expert_booking.edge.observability import JsonLinesHandler
     from expert_booking.settings import Settings
     from harness.clock import OffsetFileClock
 
     settings = Settings.from_env().with_overrides(host=args.host, port=args.port, db_path=args.db)
-    return serve(build_asgi_app(settings, clock=OffsetFileClock(args.clock_offset_file)), settings)
+    log_handler = JsonLinesHandler(sys.stderr)  # as the CLI does: action lines straight to it
+    app = build_asgi_app(
+        settings, clock=OffsetFileClock(args.clock_offset_file), action_lines=log_handler
+    )
+    return serve(app, settings, log_handler=log_handler)
 
 
 def harness_server(

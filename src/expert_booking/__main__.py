@@ -20,6 +20,8 @@ from expert_booking.settings import Settings, SettingsError, parse_port
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
+    from expert_booking.edge.observability import JsonLinesHandler
+
 PROG = "expert-booking-mcp"
 GRACEFUL_SHUTDOWN_SECONDS = 10
 
@@ -87,13 +89,14 @@ def _exit_cleanly_on_signals() -> None:
     signal.signal(signal.SIGINT, _exit_cleanly)
 
 
-def serve(app: ASGIApp, settings: Settings) -> int:
+def serve(app: ASGIApp, settings: Settings, *, log_handler: JsonLinesHandler | None = None) -> int:
     """Serve ``app`` at ``http://{settings.host}:{settings.port}/mcp`` until SIGTERM/SIGINT; 0.
 
     This is how ``expert-booking-mcp serve`` runs its app, and the one place that says how
     (the harness serves its clock-controlled and floor apps through it): uvloop when installed,
     httptools, no access log, a graceful shutdown of ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON
-    logging of :func:`configure_logging`, ``gc.freeze()`` after startup, and the ready line
+    logging of :func:`configure_logging` on stderr (``log_handler``, when the app was given
+    it for its action lines), ``gc.freeze()`` after startup, and the ready line
     ``MCP endpoint: http://HOST:PORT/mcp`` (the bound port) on stderr once connections are
     accepted. A signal ends the process with status 0.
     """
@@ -112,7 +115,7 @@ def serve(app: ASGIApp, settings: Settings) -> int:
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
     # After uvicorn.Config, which applies uvicorn's logging dictConfig.
-    configure_logging(sys.stderr)
+    configure_logging(log_handler or sys.stderr)
     # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,
     # run the lifespan shutdown (closing the store and HTTP clients), then return here.
     _AnnouncingServer(config).run()
@@ -123,6 +126,7 @@ def _serve(args: argparse.Namespace) -> int:
     _exit_cleanly_on_signals()  # already while importing and building the app
     # Imported here, not at the top: the demo needs none of it.
     from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415
+    from expert_booking.edge.observability import JsonLinesHandler  # noqa: PLC0415
     from expert_booking.edge.schemas import SchemaLoadError  # noqa: PLC0415
     from expert_booking.telemetry import TracingConfigError  # noqa: PLC0415
 
@@ -131,14 +135,16 @@ def _serve(args: argparse.Namespace) -> int:
         settings = Settings.from_env().with_overrides(
             host=args.host, port=args.port, db_path=args.db
         )
-        app = build_asgi_app(settings)
+        # Installed by serve(); the app writes its action lines straight to it.
+        log_handler = JsonLinesHandler(sys.stderr)
+        app = build_asgi_app(settings, action_lines=log_handler)
     except (SettingsError, TracingConfigError) as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
     except SchemaLoadError as exc:
         print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
         return 2
-    return serve(app, settings)
+    return serve(app, settings, log_handler=log_handler)
 
 
 def _demo() -> int:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
     from expert_booking.domain.model import Booking
+    from expert_booking.edge.observability import ActionLineSink
     from expert_booking.ports import BookingStore, Clock, SlotQuery, SlotSearchResult, Transaction
     from expert_booking.settings import Settings
 
@@ -63,6 +64,7 @@ def build_asgi_app(
     *,
     clock: Clock | None = None,
     payments_transport: httpx.AsyncBaseTransport | None = None,
+    action_lines: ActionLineSink | None = None,
 ) -> ASGIApp:
     """Build the whole server; overrides exist for tests and the harness only.
 
@@ -70,6 +72,8 @@ def build_asgi_app(
         settings: validated configuration (environment plus CLI flags).
         clock: time source; the system clock unless a test controls time.
         payments_transport: an httpx transport to stub the payment service in process.
+        action_lines: the handler of ``configure_logging``, to write action lines straight
+            to it; without it they go through the ``expert_booking.actions`` logger.
     """
     clock = clock or SystemClock()
     store = _StoreOpenedAtStartup()
@@ -100,6 +104,7 @@ def build_asgi_app(
         registry=SchemaRegistry.load(),
         version=package_version(),
         tracing_enabled=tracer_provider is not None,
+        action_lines=action_lines,
     )
 
     @asynccontextmanager

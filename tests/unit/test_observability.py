@@ -24,6 +24,7 @@ from expert_booking.edge.observability import (
     ACTION_LOGGER,
     ROOT_LOGGER,
     ActionObserver,
+    JsonLinesHandler,
     caller_of,
     configure_logging,
     derive_trace_id,
@@ -117,6 +118,42 @@ def test_each_action_logs_one_json_line_with_the_contract_fields(
     assert child["operation_id"] != parent["operation_id"]
     assert isinstance(child["durationMs"], float)
     assert inner.trace_context.traceparent == f"00-{trace_id}-{inner.span_id}-01"
+
+
+def test_action_lines_written_straight_to_the_handler_equal_those_through_the_logger() -> None:
+    stream = io.StringIO()
+    with logging_restored():
+        handler = configure_logging(stream)
+        for observer in (
+            ActionObserver(MutableClock()),
+            ActionObserver(MutableClock(), lines=handler),
+        ):
+            with observer.action("tool_catalog.search", trace_id="1" * 32, caller="a") as action:
+                action.succeed("MISS")
+        through_logger, direct = lines(stream)
+        for per_action in ("span_id", "operation_id", "durationMs"):
+            del through_logger[per_action], direct[per_action]
+        assert direct == through_logger
+        # The logger's level still decides, whichever way a line would go.
+        logging.getLogger(ACTION_LOGGER).setLevel(logging.WARNING)
+        with ActionObserver(MutableClock(), lines=handler).action(
+            "tool_catalog.search", trace_id="1" * 32, caller="a"
+        ):
+            pass
+        assert len(lines(stream)) == 2
+
+
+def test_configuring_logging_with_a_handler_made_earlier_installs_that_handler() -> None:
+    stream = io.StringIO()
+    with logging_restored():
+        made = JsonLinesHandler(stream)
+        assert configure_logging(made) is made
+        assert configure_logging(made) is made
+        assert logging.getLogger(ROOT_LOGGER).handlers.count(made) == 1
+        logging.getLogger("expert_booking.edge").warning("once")
+        assert [json.loads(line)["message"] for line in logged_text(stream).splitlines()] == [
+            "once"
+        ]
 
 
 def test_a_successful_action_logs_its_cache_status(log_stream: io.StringIO) -> None:

@@ -18,7 +18,12 @@ from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import format_instant, parse_instant
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
-from expert_booking.edge.observability import ActionObserver, caller_of, derive_trace_id
+from expert_booking.edge.observability import (
+    ActionLineSink,
+    ActionObserver,
+    caller_of,
+    derive_trace_id,
+)
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.tools import (
     CATALOG_CALL,
@@ -89,6 +94,7 @@ def build_mcp_server(
     registry: SchemaRegistry,
     version: str,
     tracing_enabled: bool = False,
+    action_lines: ActionLineSink | None = None,
 ) -> Server[Any]:
     """The MCP server with ``tool_catalog.search``, ``.read`` and ``.call``.
 
@@ -102,8 +108,10 @@ def build_mcp_server(
         version: The server version reported in ``serverInfo``.
         tracing_enabled: Whether a TracerProvider exports spans; without one the SDK's
             OpenTelemetry middleware is removed, as it costs ~60 us per request for nothing.
+        action_lines: Where action log lines go (``configure_logging``'s handler); without
+            it they go through the ``expert_booking.actions`` logger.
     """
-    observer = ActionObserver(clock)
+    observer = ActionObserver(clock, lines=action_lines)
     dispatcher = ToolDispatcher(
         service=service, catalog=ToolCatalog(registry), registry=registry, observer=observer
     )

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
@@ -94,12 +94,32 @@ class Action:
         self.cache = "BYPASS"
 
 
-class ActionObserver:
-    """Opens an OpenTelemetry span and writes one JSON log line per action."""
+class ActionLineSink(Protocol):
+    """Where action lines go when not through ``logging`` (``configure_logging``'s handler)."""
 
-    def __init__(self, clock: Clock, *, tracer: trace.Tracer | None = None) -> None:
+    def write_line(self, line: str) -> None:
+        """Write one JSON action line (without its line break)."""
+
+
+class ActionObserver:
+    """Opens an OpenTelemetry span and writes one JSON log line per action.
+
+    Lines go to the ``expert_booking.actions`` logger, or straight to ``lines`` when given
+    (the handler ``configure_logging`` returned): the same bytes to the same stream, without
+    a ``LogRecord`` and the handler chain, which cost about as much as the rest of the line
+    (NOTES.md, Benchmark). The logger's level still decides whether a line is written.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        tracer: trace.Tracer | None = None,
+        lines: ActionLineSink | None = None,
+    ) -> None:
         self._clock = clock
         self._tracer = tracer if tracer is not None else trace.get_tracer("expert_booking")
+        self._lines = lines
 
     @contextmanager
     def action(
@@ -163,6 +183,9 @@ class ActionObserver:
             "cache": action.cache,
         }
         line = compact_text(record)
+        if self._lines is not None:
+            self._lines.write_line(line)
+            return
         # makeRecord + handle: the public path without findCaller's stack walk.
         action_logger.handle(
             action_logger.makeRecord(ACTION_LOGGER, logging.INFO, "", 0, line, (), None)
@@ -214,30 +237,50 @@ class JsonLinesFormatter(logging.Formatter):
         return line
 
 
-class _JsonLinesHandler(logging.StreamHandler[LoopBatchedWriter]):
-    """The stream handler ``configure_logging`` installs (recognised to be replaced)."""
+class JsonLinesHandler(logging.StreamHandler[LoopBatchedWriter]):
+    """JSON lines to ``stream`` (``JsonLinesFormatter``, ``LoopBatchedWriter``).
+
+    The handler ``configure_logging`` installs, and an ``ActionLineSink``: made before the
+    app (which writes its action lines to it) and installed when serving starts.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(LoopBatchedWriter(stream))
+        self.setFormatter(JsonLinesFormatter())
+
+    def write_line(self, line: str) -> None:
+        """Write an action line as the handler would write its record (thread-safe)."""
+        self.stream.write(line + self.terminator)
+        self.stream.flush()
 
 
-def configure_logging(stream: TextIO = sys.stderr) -> logging.Handler:
-    """Write every ``expert_booking`` log record at INFO and above to ``stream`` as JSON lines.
+def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> JsonLinesHandler:
+    """Write every ``expert_booking`` log record at INFO and above as JSON lines.
 
     One handler on the ``expert_booking`` logger (``propagate=False``, so nothing also reaches
     the root logger or Python's last-resort handler) formats with ``JsonLinesFormatter``. The
     action lines of ``expert_booking.actions`` reach it by propagation and are written once,
-    exactly as ``ActionObserver`` made them. Lines logged on an event loop reach ``stream``
+    exactly as ``ActionObserver`` made them. Lines logged on an event loop reach the stream
     together at the end of the loop iteration (``LoopBatchedWriter``); others at once.
-    Calling this again replaces the earlier handler (and writes what it still kept).
+    Calling this again replaces the earlier handler (and writes what that one still kept).
+
+    Args:
+        destination: the stream, or a ``JsonLinesHandler`` made earlier for it (the one an
+            app already writes its action lines to).
 
     Returns:
         The installed handler, so a caller (or a test) can remove it again.
     """
+    handler = (
+        destination if isinstance(destination, JsonLinesHandler) else JsonLinesHandler(destination)
+    )
     root = logging.getLogger(ROOT_LOGGER)
-    for old in [h for h in root.handlers if isinstance(h, _JsonLinesHandler)]:
-        root.removeHandler(old)
-        old.stream.drain()
-    handler = _JsonLinesHandler(LoopBatchedWriter(stream))
-    handler.setFormatter(JsonLinesFormatter())
-    root.addHandler(handler)
+    for old in [h for h in root.handlers if isinstance(h, JsonLinesHandler)]:
+        if old is not handler:
+            root.removeHandler(old)
+            old.stream.drain()
+    if handler not in root.handlers:
+        root.addHandler(handler)
     root.setLevel(logging.INFO)
     root.propagate = False
     action_logger.propagate = True  # to the handler above: one line per action, not two
