@@ -237,6 +237,23 @@ def test_instants_are_formatted_as_utc_with_milliseconds() -> None:
     assert format_instant(plus8) == "2030-09-02T02:00:00.123Z"
 
 
+def test_an_intent_digest_covers_its_exact_version_value() -> None:
+    """The digest memo never answers for an equal intent with other bytes (True == 1)."""
+    fields = {
+        "booking_id": "b-1",
+        "slot_id": "s-1",
+        "starts_at": "2030-09-02T02:00:00.000Z",
+        "amount": "500.00",
+        "currency": "CNY",
+    }
+    as_int = Intent(**fields, version=1)
+    as_bool = Intent(**fields, version=True)  # bool is an int subtype; never valid input
+    assert as_int == as_bool
+    assert as_int.digest() == "sha256:" + hashlib.sha256(as_int.canonical_bytes()).hexdigest()
+    assert as_bool.digest() == "sha256:" + hashlib.sha256(as_bool.canonical_bytes()).hexdigest()
+    assert as_int.digest() != as_bool.digest()
+
+
 @given(
     instant=st.datetimes(
         min_value=datetime(1, 1, 2),  # noqa: DTZ001 - hypothesis bounds are naive

@@ -160,14 +160,20 @@ class Intent:
 
     def digest(self) -> str:
         """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""
-        return _intent_digest(self)
+        if type(self.version) is int:  # then equal intents have equal bytes (True == 1 has not)
+            return _intent_digest(self)
+        return _sha256_text(self.canonical_bytes())
 
 
 # A held booking's intent is hashed on every read of it (get, hold replays, confirm checks);
 # an intent is a frozen value, so its digest is computed once. Bounded.
 @functools.lru_cache(maxsize=4096)
 def _intent_digest(intent: Intent) -> str:
-    return "sha256:" + hashlib.sha256(intent.canonical_bytes()).hexdigest()
+    return _sha256_text(intent.canonical_bytes())
+
+
+def _sha256_text(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
