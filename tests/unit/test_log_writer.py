@@ -105,3 +105,19 @@ async def test_a_line_from_a_thread_without_a_loop_is_written_after_the_kept_one
     log(writer, "on the loop")
     await asyncio.to_thread(log, writer, "from a worker")
     assert target.getvalue() == "on the loop\nfrom a worker\n"
+
+
+async def test_a_failed_scheduled_write_drops_the_batch_and_never_raises_into_the_loop() -> None:
+    loop_errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: loop_errors.append(ctx))
+    target = CountingStream()
+    writer = LoopBatchedWriter(target)
+    log(writer, "lost")
+    target.close()  # writing now raises ValueError
+    await next_iteration()  # the scheduled write fails quietly (reported on the real stderr)
+    assert loop_errors == []
+    target2 = CountingStream()
+    writer.target = target2
+    log(writer, "after")
+    await next_iteration()
+    assert target2.getvalue() == "after\n"

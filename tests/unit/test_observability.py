@@ -143,6 +143,32 @@ def test_action_lines_written_straight_to_the_handler_equal_those_through_the_lo
         assert len(lines(stream)) == 2
 
 
+@pytest.mark.anyio
+async def test_on_the_event_loop_a_warning_is_written_at_once_with_what_waited() -> None:
+    stream = io.StringIO()
+    with logging_restored():
+        configure_logging(stream)
+        logging.getLogger("expert_booking.services").info("waits for the loop iteration")
+        assert stream.getvalue() == ""
+        logging.getLogger("expert_booking.services").warning("written at once")
+        messages = [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
+    assert messages == ["waits for the loop iteration", "written at once"]
+
+
+def test_an_action_line_to_a_broken_stream_does_not_fail_the_action(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = io.StringIO()
+    with logging_restored():
+        handler = configure_logging(stream)
+        stream.close()
+        with ActionObserver(MutableClock(), lines=handler).action(
+            "tool_catalog.search", trace_id="1" * 32, caller="a"
+        ) as action:
+            action.succeed("MISS")
+    assert "Logging error" in capsys.readouterr().err  # reported as logging reports it
+
+
 def test_configuring_logging_with_a_handler_made_earlier_installs_that_handler() -> None:
     stream = io.StringIO()
     with logging_restored():

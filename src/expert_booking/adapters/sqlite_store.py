@@ -22,9 +22,10 @@ Design:
   the worker thread).
 * Each connection's worker thread runs with the ``SCHED_BATCH`` policy where the OS has it
   (Linux): queueing a call then no longer preempts the event loop to wake the worker, which
-  cannot run without the GIL the loop holds anyway. The worker runs when the loop waits for
-  I/O, finishes every queued call and hands the results back together. Over HTTP this took a
-  ``get_booking`` from 5.8 to 0.4 context switches and ~15% less CPU (NOTES.md, Storage).
+  needs the GIL the loop holds to start the call's Python part (SQLite itself runs without
+  it). The worker runs when the loop waits for I/O, finishes the queued calls and hands the
+  results back together. Over HTTP this took a ``get_booking`` from 5.8 to 0.4 context
+  switches and ~15% less server CPU (NOTES.md, Storage).
 * A second, read-only connection (``PRAGMA query_only``) serves ``peek_booking`` and
   ``peek_free_slots``: one autocommit statement each, so each sees the last committed state
   (WAL lets it read while a writer works), never waits for the write lock and never answers

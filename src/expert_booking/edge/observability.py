@@ -248,10 +248,29 @@ class JsonLinesHandler(logging.StreamHandler[LoopBatchedWriter]):
         super().__init__(LoopBatchedWriter(stream))
         self.setFormatter(JsonLinesFormatter())
 
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write ``record``; a warning or error at once, not at the end of the loop iteration.
+
+        What precedes a stall or a crash is what an operator needs most (``LoopBatchedWriter``).
+        """
+        super().emit(record)
+        if record.levelno >= logging.WARNING:
+            try:
+                self.stream.drain()
+            except (OSError, ValueError):
+                self.handleError(record)
+
     def write_line(self, line: str) -> None:
-        """Write an action line as the handler would write its record (thread-safe)."""
-        self.stream.write(line + self.terminator)
-        self.stream.flush()
+        """Write an action line as the handler would write its record (thread-safe).
+
+        A stream that cannot be written (closed, broken pipe) is reported the way ``logging``
+        reports it (``handleError``), never raised into the action that logged.
+        """
+        try:
+            self.stream.write(line + self.terminator)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.handleError(logging.makeLogRecord({"name": ACTION_LOGGER, "msg": line}))
 
 
 def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> JsonLinesHandler:
@@ -262,7 +281,8 @@ def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> Js
     action lines of ``expert_booking.actions`` reach it by propagation and are written once,
     exactly as ``ActionObserver`` made them. Lines logged on an event loop reach the stream
     together at the end of the loop iteration (``LoopBatchedWriter``); others at once.
-    Calling this again replaces the earlier handler (and writes what that one still kept).
+    Calling this again replaces the earlier handler (and writes what that one still kept); an
+    app built with ``action_lines=`` an earlier handler keeps writing its action lines there.
 
     Args:
         destination: the stream, or a ``JsonLinesHandler`` made earlier for it (the one an

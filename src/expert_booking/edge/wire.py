@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from expert_booking.domain.errors import InvalidArgumentsError
@@ -22,8 +22,13 @@ from expert_booking.ports import SlotQuery
 from expert_booking.services import ConfirmBooking, HoldSlot, SearchSlots, SlotPage
 
 # The instants a result shows repeat (a slot's times on every search that lists it, a
-# booking's on every read): each is formatted once. Bounded; strings are immutable.
-_shown_instant = functools.lru_cache(maxsize=8192)(format_instant)
+# booking's on every read): each is formatted once. Only UTC values are memoised: equal
+# datetimes of one other zone can differ in ``fold`` and so in the instant they name. Bounded.
+_format_utc_once = functools.lru_cache(maxsize=8192)(format_instant)
+
+
+def _shown_instant(value: datetime) -> str:
+    return _format_utc_once(value) if value.tzinfo is UTC else format_instant(value)
 
 
 def search_command(args: Mapping[str, Any]) -> SearchSlots:
