@@ -533,13 +533,17 @@ async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
     return reader
 
 
+# Reused: json.dumps with options builds a new encoder per call.
+_TOKENS_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> dict[str, Any]:
     return {
         "now": format_instant(now),
         "starts_after": optional_text(query.starts_after),
         "starts_before": optional_text(query.starts_before),
         "specialty": None if query.specialty is None else query.specialty.casefold(),
-        "tokens": json.dumps(query.text.casefold().split(), ensure_ascii=False),
+        "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
         "limit": max(0, min(limit, _SQLITE_MAX_INTEGER)),
         "offset": max(0, min(offset, _SQLITE_MAX_INTEGER)),
     }

@@ -14,17 +14,20 @@ from expert_booking.domain.errors import InvalidCursorError
 # (deeply nested JSON raises RecursionError) and offsets within SQLite's 64-bit integers.
 _MAX_TOKEN_LENGTH = 256
 _MAX_OFFSET = 2**63 - 1
+# Reused: json.dumps with options builds a new encoder per call (every search runs these).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def query_binding(query: dict[str, Any]) -> str:
     """A short digest of the query's filters; a cursor only works with the same filters."""
-    canonical = json.dumps(query, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(query)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def encode_cursor(offset: int, binding: str) -> str:
     """Opaque, URL-safe token for the page starting at ``offset``."""
-    raw = json.dumps({"o": offset, "q": binding}, separators=(",", ":")).encode()
+    raw = _COMPACT.encode({"o": offset, "q": binding}).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

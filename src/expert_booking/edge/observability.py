@@ -13,8 +13,7 @@ import secrets
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO
@@ -94,6 +93,30 @@ class Action:
         self.cache = "BYPASS"
 
 
+class ActionScope:
+    """``with observer.action(...) as action``: the action, finished however the block ends.
+
+    A plain context manager rather than ``@contextmanager``: two run per ``tools/call``, and
+    the generator machinery cost about as much as the span.
+    """
+
+    __slots__ = ("_action", "_observer", "_span", "_started")
+
+    def __init__(
+        self, observer: ActionObserver, action: Action, span: trace.Span, started: float
+    ) -> None:
+        self._observer = observer
+        self._action = action
+        self._span = span
+        self._started = started
+
+    def __enter__(self) -> Action:
+        return self._action
+
+    def __exit__(self, *_exc_info: object) -> None:
+        self._observer.finish(self._action, self._span, self._started)
+
+
 class ActionLineSink(Protocol):
     """Where action lines go when not through ``logging`` (``configure_logging``'s handler)."""
 
@@ -121,11 +144,10 @@ class ActionObserver:
         self._tracer = tracer if tracer is not None else trace.get_tracer("expert_booking")
         self._lines = lines
 
-    @contextmanager
     def action(
         self, name: str, *, trace_id: str, caller: str, parent: Action | None = None
-    ) -> Iterator[Action]:
-        """Run one action: a span (child of ``parent`` or of the caller) and one log line.
+    ) -> ActionScope:
+        """One action for a ``with`` block: a span (child of ``parent``) and one log line.
 
         The caller's request is modelled as a remote parent span on the derived trace id, so
         every span of one ``requestSpanId`` shares one trace even without an incoming
@@ -158,12 +180,13 @@ class ActionObserver:
             caller=caller,
             span=span,
         )
-        try:
-            yield current
-        finally:
-            _finish_span(span, current)
-            span.end()
-            self._log(current, (time.perf_counter() - started) * 1000)
+        return ActionScope(self, current, span, started)
+
+    def finish(self, action: Action, span: trace.Span, started: float) -> None:
+        """End ``action``'s span and write its log line (``ActionScope`` calls this)."""
+        _finish_span(span, action)
+        span.end()
+        self._log(action, (time.perf_counter() - started) * 1000)
 
     def _log(self, action: Action, duration_ms: float) -> None:
         if not action_logger.isEnabledFor(logging.INFO):
