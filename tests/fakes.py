@@ -24,6 +24,7 @@ from expert_booking.domain.model import (
     Payment,
     PaymentAnswer,
     PaymentStatus,
+    Slot,
 )
 from expert_booking.edge.log_writer import LoopBatchedWriter
 from expert_booking.edge.observability import ROOT_LOGGER
@@ -150,6 +151,19 @@ def approval(
         approved_at=approved_at,
         intent=approved,
         intent_hash=approved.digest() if intent_hash is None else intent_hash,
+    )
+
+
+def make_slot(starts_at: datetime = SLOT_AI_001_STARTS_AT) -> Slot:
+    """The seed's ``slot-ai-001`` (one hour, 500.00 CNY), starting at ``starts_at``."""
+    return Slot(
+        slot_id="slot-ai-001",
+        expert_id="exp-ai-001",
+        expert_name="Dr. Lin Wei",
+        specialty="AI",
+        starts_at=starts_at,
+        ends_at=starts_at + timedelta(hours=1),
+        price=Money("500.00", "CNY"),
     )
 
 

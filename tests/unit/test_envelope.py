@@ -22,7 +22,6 @@ from expert_booking.domain.model import (
     Money,
     Payment,
     PaymentStatus,
-    Slot,
 )
 from expert_booking.edge import wire
 from expert_booking.edge.envelope import build_meta, failure, guarded, success, to_call_result
@@ -33,7 +32,7 @@ from expert_booking.edge.wire_time import (
     SERVER_RESULT_CREATED_META,
 )
 from expert_booking.services import SlotPage
-from tests.fakes import SLOT_AI_001_STARTS_AT, T0, make_booking
+from tests.fakes import T0, make_booking, make_slot
 
 pytestmark = pytest.mark.anyio
 
@@ -183,15 +182,7 @@ def test_confirmed_snapshot_shows_payment_and_no_intent() -> None:
 
 
 def test_slot_page_renders_the_slot_search_result() -> None:
-    slot = Slot(
-        slot_id="slot-ai-001",
-        expert_id="exp-ai-001",
-        expert_name="Dr. Lin Wei",
-        specialty="AI",
-        starts_at=SLOT_AI_001_STARTS_AT,
-        ends_at=SLOT_AI_001_STARTS_AT + timedelta(hours=1),
-        price=Money("500.00", "CNY"),
-    )
+    slot = make_slot()
     data = wire.render_slot_page(SlotPage((slot,), total=3, next_cursor="abc", cache_hit=False))
     assert_valid("slot_search_result", data)
     assert data["slots"][0] == {
