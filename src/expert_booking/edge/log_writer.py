@@ -50,7 +50,8 @@ class LoopBatchedWriter:
         """Write what is kept: at the end of this loop iteration on a loop, else now.
 
         Raises:
-            OSError, ValueError: writing to the target failed (outside a loop only).
+            OSError, ValueError: writing to the target failed (outside a loop, or while writing
+                what a loop that stopped left kept).
         """
         try:
             loop = asyncio.get_running_loop()

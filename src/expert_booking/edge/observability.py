@@ -130,7 +130,7 @@ class ActionObserver:
     Lines go to the ``expert_booking.actions`` logger, or straight to ``lines`` when given
     (the handler ``configure_logging`` returned): the same bytes to the same stream, without
     a ``LogRecord`` and the handler chain, which cost about as much as the rest of the line
-    (NOTES.md, Benchmark). The logger's level still decides whether a line is written.
+    (NOTES.md, The MCP edge). The logger's level still decides whether a line is written.
     """
 
     def __init__(
@@ -147,7 +147,7 @@ class ActionObserver:
     def action(
         self, name: str, *, trace_id: str, caller: str, parent: Action | None = None
     ) -> ActionScope:
-        """One action for a ``with`` block: a span (child of ``parent``) and one log line.
+        """One action for a ``with`` block: a span (under ``parent`` or the caller) and a line.
 
         The caller's request is modelled as a remote parent span on the derived trace id, so
         every span of one ``requestSpanId`` shares one trace even without an incoming
@@ -302,8 +302,9 @@ def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> Js
     One handler on the ``expert_booking`` logger (``propagate=False``, so nothing also reaches
     the root logger or Python's last-resort handler) formats with ``JsonLinesFormatter``. The
     action lines of ``expert_booking.actions`` reach it by propagation and are written once,
-    exactly as ``ActionObserver`` made them. Lines logged on an event loop reach the stream
-    together at the end of the loop iteration (``LoopBatchedWriter``); others at once.
+    exactly as ``ActionObserver`` made them. INFO and action lines logged on an event loop
+    reach the stream together at the end of the loop iteration (``LoopBatchedWriter``);
+    warnings, errors and lines from other threads at once.
     Calling this again replaces the earlier handler (and writes what that one still kept); an
     app built with ``action_lines=`` an earlier handler keeps writing its action lines there.
 
