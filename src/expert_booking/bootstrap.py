@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 import httpx
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.adapters.payments_http import HttpPaymentQuery
+from expert_booking.adapters.payments_http import ClientOnFirstUse, HttpPaymentQuery
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.mcp_server import build_mcp_server
@@ -77,10 +77,12 @@ def build_asgi_app(
     """
     clock = clock or SystemClock()
     store = _StoreOpenedAtStartup()
-    payments_http = httpx.AsyncClient(
-        base_url=settings.payment_query_base_url,
-        timeout=httpx.Timeout(settings.payment_timeout_seconds),
-        transport=payments_transport,
+    payments_http = ClientOnFirstUse(
+        lambda: httpx.AsyncClient(
+            base_url=settings.payment_query_base_url,
+            timeout=httpx.Timeout(settings.payment_timeout_seconds),
+            transport=payments_transport,
+        )
     )
     typed_store: BookingStore = store
     service = BookingService(
