@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,16 @@ def test_a_malformed_setting_ends_startup_with_one_line_and_status_2(
     clean_env.setenv("HOLD_TTL_SECONDS", "soon")
     assert main(["serve", "--port", "0"]) == 2
     assert "HOLD_TTL_SECONDS" in one_line_of(capsys.readouterr().err)
+
+
+def test_a_failed_startup_turns_the_garbage_collector_back_on(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """``serve`` starts with the collector off (cold start); no exit path may leave it off."""
+    clean_env.setenv("HOLD_TTL_SECONDS", "soon")
+    assert gc.isenabled()
+    assert main(["serve", "--port", "0"]) == 2
+    assert gc.isenabled()
 
 
 @pytest.mark.parametrize("port", ["-1", "65536", "http", ""])
