@@ -7,7 +7,9 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import mcp_types as types
 import pytest
+from mcp_types.methods import serialize_server_result
 
 from expert_booking.domain.errors import (
     BookingError,
@@ -125,9 +127,15 @@ async def test_guarded_returns_the_result_of_a_successful_run() -> None:
     assert await guarded(work, operation_id="op") == 7
 
 
+def test_call_result_is_what_the_sdk_sends_for_the_protocol_version() -> None:
+    """The SDK checks a handler's dict against the 2026-07-28 result schema and sends its dump."""
+    wire_result = to_call_result(success({"summary": "预约 Bestätigung"}, META))
+    assert serialize_server_result("tools/call", "2026-07-28", wire_result) == wire_result
+
+
 def test_call_result_mirrors_the_envelope_as_structured_and_text_content() -> None:
     envelope = success({"summary": "预约 Bestätigung"}, META)
-    result = to_call_result(envelope)
+    result = types.CallToolResult.model_validate(to_call_result(envelope))
     assert result.structured_content == envelope
     assert result.is_error is False
     assert len(result.content) == 1
@@ -137,7 +145,7 @@ def test_call_result_mirrors_the_envelope_as_structured_and_text_content() -> No
     assert ": " not in text
 
     failed = to_call_result(failure(PaymentPendingError(), META, wire.render_booking))
-    assert failed.is_error is True
+    assert types.CallToolResult.model_validate(failed).is_error is True
 
 
 def test_held_booking_snapshot_has_every_contract_key_and_a_valid_intent() -> None:

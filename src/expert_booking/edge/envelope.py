@@ -6,8 +6,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-import mcp_types as types
-
 from expert_booking.domain.errors import BookingError, InternalError
 from expert_booking.domain.model import Booking
 from expert_booking.edge.json_text import compact_text
@@ -96,11 +94,17 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
         return InternalError(operationId=operation_id)
 
 
-def to_call_result(envelope: Mapping[str, Any]) -> types.CallToolResult:
-    """The MCP result: the envelope as structured content and as one compact JSON text."""
-    text = compact_text(envelope)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=dict(envelope),
-        is_error=not envelope["ok"],
-    )
+def to_call_result(envelope: Mapping[str, Any]) -> dict[str, Any]:
+    """The wire form of the MCP ``CallToolResult``: the envelope as structured content and text.
+
+    The text is the envelope as one compact JSON text. A plain dict, not a
+    ``types.CallToolResult``: the SDK validates every handler result against the protocol's
+    result schema anyway (``serialize_server_result``), so building the model first only added
+    one more validation and one more JSON-mode dump of the whole envelope per call.
+    """
+    return {
+        "content": [{"type": "text", "text": compact_text(envelope)}],
+        "structuredContent": dict(envelope),
+        "isError": not envelope["ok"],
+        "resultType": "complete",  # required by 2026-07-28 (the model's default)
+    }

@@ -145,7 +145,7 @@ def build_mcp_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         if params.name not in schemas:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         client_sent_at, server_received_at = request_times(ctx, clock)
@@ -164,12 +164,15 @@ def build_mcp_server(
         cache_hints=dict.fromkeys(_LISTED_METHODS, LIST_CACHE_HINT),
         get_tool_input_schema=header_schemas.get,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
         on_list_prompts=_no_prompts,
         on_list_resources=_no_resources,
         on_list_resource_templates=_no_resource_templates,
         on_read_resource=_read_resource,
     )
+    # Registered as a plain request handler (``on_call_tool`` must return a CallToolResult
+    # model): the result goes out as the wire dict of envelope.to_call_result, which the SDK
+    # validates against the protocol's CallToolResult schema like any handler result.
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     if not tracing_enabled:
         server.middleware[:] = [
             m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
