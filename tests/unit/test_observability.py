@@ -93,10 +93,11 @@ def test_nil_uuid_and_missing_request_span_still_give_valid_trace_ids() -> None:
     assert first != second
 
 
+@pytest.mark.parametrize("spans", [True, False], ids=["api-tracer", "no-spans"])
 def test_each_action_logs_one_json_line_with_the_contract_fields(
-    log_stream: io.StringIO,
+    log_stream: io.StringIO, spans: bool
 ) -> None:
-    observer = ActionObserver(MutableClock())
+    observer = ActionObserver(MutableClock(), spans=spans)
     trace_id = derive_trace_id(str(uuid.uuid4()))
     with observer.action("tool_catalog.call", trace_id=trace_id, caller="agent/1.0") as outer:
         with observer.action(
@@ -312,6 +313,28 @@ def test_spans_share_the_derived_trace_and_nest_the_logical_action() -> None:
         "expert_booking.outcome",
         "expert_booking.cache",
     }
+    provider.shutdown()
+
+
+def test_an_observer_without_spans_never_calls_the_tracer(log_stream: io.StringIO) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observer = ActionObserver(
+        MutableClock(), tracer=provider.get_tracer("expert_booking"), spans=False
+    )
+    trace_id = derive_trace_id(str(uuid.uuid4()))
+    with observer.action("tool_catalog.call", trace_id=trace_id, caller="a") as outer:
+        inner_scope = observer.action(
+            "booking.get_booking", trace_id=trace_id, caller="a", parent=outer
+        )
+        with inner_scope as inner:
+            pass
+    assert exporter.get_finished_spans() == ()
+    assert (outer.span, inner.span) == (None, None)
+    assert inner.trace_context.traceparent == f"00-{trace_id}-{inner.span_id}-01"
+    child, parent = lines(log_stream)
+    assert child["parent_span_id"] == parent["span_id"] == outer.span_id
     provider.shutdown()
 
 

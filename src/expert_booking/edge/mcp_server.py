@@ -107,11 +107,12 @@ def build_mcp_server(
         registry: The loaded schema documents.
         version: The server version reported in ``serverInfo``.
         tracing_enabled: Whether a TracerProvider exports spans; without one the SDK's
-            OpenTelemetry middleware is removed, as it costs ~60 us per request for nothing.
+            OpenTelemetry middleware is removed, as it costs ~60 us per request for nothing,
+            and actions make no spans (``ActionObserver(spans=False)``).
         action_lines: Where action log lines go (``configure_logging``'s handler); without
             it they go through the ``expert_booking.actions`` logger.
     """
-    observer = ActionObserver(clock, lines=action_lines)
+    observer = ActionObserver(clock, lines=action_lines, spans=tracing_enabled)
     dispatcher = ToolDispatcher(
         service=service, catalog=ToolCatalog(registry), registry=registry, observer=observer
     )

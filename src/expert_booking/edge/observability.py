@@ -103,7 +103,7 @@ class ActionScope:
     __slots__ = ("_action", "_observer", "_span", "_started")
 
     def __init__(
-        self, observer: ActionObserver, action: Action, span: trace.Span, started: float
+        self, observer: ActionObserver, action: Action, span: trace.Span | None, started: float
     ) -> None:
         self._observer = observer
         self._action = action
@@ -139,10 +139,22 @@ class ActionObserver:
         *,
         tracer: trace.Tracer | None = None,
         lines: ActionLineSink | None = None,
+        spans: bool = True,
     ) -> None:
+        """Observe actions with ``clock`` for the line's timestamp.
+
+        Args:
+            clock: The injected clock.
+            tracer: Spans come from it; the global provider's tracer by default.
+            lines: Where action lines go; the ``expert_booking.actions`` logger by default.
+            spans: False when no provider exports spans (``configure_tracing`` set none up):
+                the OpenTelemetry API is then skipped, not called as a no-op twice per
+                ``tools/call``. Ids, line and outcome are the same as with a no-op tracer.
+        """
         self._clock = clock
         self._tracer = tracer if tracer is not None else trace.get_tracer("expert_booking")
         self._lines = lines
+        self._spans = spans
 
     def action(
         self, name: str, *, trace_id: str, caller: str, parent: Action | None = None
@@ -156,6 +168,16 @@ class ActionObserver:
         explicitly, and skipping the context switch keeps the no-exporter path cheap.
         """
         started = time.perf_counter()
+        if not self._spans:
+            untraced = Action(
+                name=name,
+                trace_id=trace_id,
+                span_id=new_span_id(),
+                operation_id=str(uuid.uuid4()),
+                parent_span_id=parent.span_id if parent is not None else None,
+                caller=caller,
+            )
+            return ActionScope(self, untraced, None, started)
         if parent is not None and parent.span is not None:
             parent_span: trace.Span = parent.span
         else:
@@ -182,10 +204,11 @@ class ActionObserver:
         )
         return ActionScope(self, current, span, started)
 
-    def finish(self, action: Action, span: trace.Span, started: float) -> None:
-        """End ``action``'s span and write its log line (``ActionScope`` calls this)."""
-        _finish_span(span, action)
-        span.end()
+    def finish(self, action: Action, span: trace.Span | None, started: float) -> None:
+        """End ``action``'s span, if any, and write its log line (``ActionScope`` calls this)."""
+        if span is not None:
+            _finish_span(span, action)
+            span.end()
         self._log(action, (time.perf_counter() - started) * 1000)
 
     def _log(self, action: Action, duration_ms: float) -> None:
