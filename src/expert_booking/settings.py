@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -117,8 +118,20 @@ def _csv(raw: str) -> tuple[str, ...]:
 
 
 def _url(raw: str) -> str:
+    """An http(s) URL with a host and a valid port, checked here and not at first use.
+
+    The payment client is built at the first payment query (``ClientOnFirstUse``), so a URL
+    it cannot use must fail at startup, not turn the first confirmation into an error.
+    """
     if not raw.startswith(("http://", "https://")):
         raise ValueError("must be an http(s) URL")
+    try:
+        parts = urlsplit(raw)
+        port = parts.port  # raises on a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ValueError(f"is not a valid URL ({exc})") from exc
+    if not parts.hostname or port == 0:
+        raise ValueError("must name a host (and a non-zero port, if any)")
     return raw.rstrip("/")
 
 
