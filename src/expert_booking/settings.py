@@ -118,10 +118,10 @@ def _csv(raw: str) -> tuple[str, ...]:
 
 
 def _url(raw: str) -> str:
-    """An http(s) URL with a host and a valid port, checked here and not at first use.
+    """An http(s) URL with a host and a valid port.
 
-    The payment client is built at the first payment query (``ClientOnFirstUse``), so a URL
-    it cannot use must fail at startup, not turn the first confirmation into an error.
+    A URL nobody can connect to (no host, port 0 or out of range) fails at startup with one
+    line naming the variable, not as a retryable connection error at every confirmation.
     """
     if not raw.startswith(("http://", "https://")):
         raise ValueError("must be an http(s) URL")

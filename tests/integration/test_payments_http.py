@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from expert_booking.adapters.payments_http import ClientOnFirstUse, HttpPaymentQuery
+from expert_booking.adapters.payments_http import HttpPaymentQuery
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import PaymentAnswer, PaymentStatus
 from expert_booking.ports import TraceContext
@@ -302,39 +302,3 @@ async def test_when_the_action_span_is_current_the_payment_span_is_its_child(
     assert child.parent.span_id == parent.context.span_id
     assert child.context.trace_id == parent.context.trace_id
     provider.shutdown()
-
-
-async def test_a_client_on_first_use_is_built_by_the_first_query_only(
-    router: respx.MockRouter,
-) -> None:
-    _route(router).respond(200, json=PAID_BODY)
-    built: list[httpx.AsyncClient] = []
-
-    def build() -> httpx.AsyncClient:
-        client = httpx.AsyncClient(
-            base_url=BASE_URL, transport=httpx.MockTransport(router.async_handler)
-        )
-        built.append(client)
-        return client
-
-    lazy = ClientOnFirstUse(build)
-    payments = HttpPaymentQuery(lazy, MutableClock(NOW), deadline_seconds=3.0)
-    assert (built, lazy.built) == ([], False)
-
-    first = await payments.query_payment(BOOKING_ID, TRACE)
-    second = await payments.query_payment(BOOKING_ID, TRACE)
-
-    assert first == second
-    assert first.status == PaymentStatus.PAID
-    assert (len(built), lazy.built) == (1, True)
-    await lazy.aclose()
-    assert (built[0].is_closed, lazy.built) == (True, False)
-
-
-async def test_closing_a_client_on_first_use_that_never_ran_builds_nothing() -> None:
-    def build() -> httpx.AsyncClient:
-        raise AssertionError("no request was made, so no client may be built")
-
-    lazy = ClientOnFirstUse(build)
-    await lazy.aclose()
-    assert not lazy.built

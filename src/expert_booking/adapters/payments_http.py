@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -46,51 +45,11 @@ class _MalformedAnswerError(ValueError):
     """The 200 body is not a payment answer of the contract's shape."""
 
 
-class HttpGet(Protocol):
-    """The one thing the adapter needs of an HTTP client (``httpx.AsyncClient`` has it)."""
-
-    async def get(self, url: str, *, headers: Mapping[str, str]) -> httpx.Response:
-        """GET ``url`` (relative to the client's base URL)."""
-        ...
-
-
-class ClientOnFirstUse:
-    """An ``httpx.AsyncClient`` built by ``build`` at its first request instead of at startup.
-
-    Building one imports httpcore and loads the CA bundle into a TLS context (~60 ms here),
-    which would sit on every cold start for a service that only ``confirm_booking`` calls.
-    The first confirmation pays it once instead. Building takes no ``await``, so concurrent
-    first requests on one event loop share one client.
-    """
-
-    def __init__(self, build: Callable[[], httpx.AsyncClient]) -> None:
-        self._build = build
-        self._client: httpx.AsyncClient | None = None
-
-    @property
-    def built(self) -> bool:
-        """Whether the client exists (a request was made and ``aclose`` has not run since)."""
-        return self._client is not None
-
-    async def get(self, url: str, *, headers: Mapping[str, str]) -> httpx.Response:
-        """GET through the client, building it first if this is the first request."""
-        if self._client is None:
-            self._client = self._build()
-        return await self._client.get(url, headers=headers)
-
-    async def aclose(self) -> None:
-        """Close the client if it was built (a later request builds a new one)."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
-
-
 class HttpPaymentQuery:
     """``PaymentQueryPort`` over ``GET {base}/payments/{bookingId}``.
 
-    The composition root builds the client (an ``httpx.AsyncClient`` with base URL and
-    per-phase timeouts, or a ``ClientOnFirstUse`` of one) and owns its lifetime.
-    ``deadline_seconds`` bounds the whole exchange: httpx timeouts apply per
+    The composition root builds the ``httpx.AsyncClient`` (base URL, per-phase timeouts) and
+    owns its lifetime. ``deadline_seconds`` bounds the whole exchange: httpx timeouts apply per
     phase, so a service trickling its body would otherwise exceed PAYMENT_TIMEOUT_SECONDS.
     Every failure to get a well-formed answer (schemas/payment_answer.json) is
     ``PaymentUnavailableError`` (retryable); whether it matches the booking is the domain's call.
@@ -98,7 +57,7 @@ class HttpPaymentQuery:
 
     def __init__(
         self,
-        client: HttpGet,
+        client: httpx.AsyncClient,
         clock: Clock,
         *,
         deadline_seconds: float,
