@@ -129,11 +129,13 @@ def _serve(args: argparse.Namespace) -> int:
     # Importing and wiring create ~180,000 tracked objects that live as long as the process
     # (a full collection afterwards finds ~2,000 unreachable): the full collections they would
     # trigger cost ~50 ms of cold start and free next to nothing. Serving turns it back on.
+    collecting = gc.isenabled()
     gc.disable()
     try:
         return _build_and_serve(args)
     finally:
-        gc.enable()  # on already once serving started; this covers every early exit
+        if collecting:
+            gc.enable()  # on already once serving started; this covers every early exit
 
 
 def _build_and_serve(args: argparse.Namespace) -> int:

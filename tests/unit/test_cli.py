@@ -68,14 +68,20 @@ def test_a_malformed_setting_ends_startup_with_one_line_and_status_2(
     assert "HOLD_TTL_SECONDS" in one_line_of(capsys.readouterr().err)
 
 
-def test_a_failed_startup_turns_the_garbage_collector_back_on(
+def test_a_failed_startup_leaves_the_garbage_collector_as_it_found_it(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
-    """``serve`` starts with the collector off (cold start); no exit path may leave it off."""
+    """``serve`` starts with the collector off (cold start); no exit path may leave it so."""
     clean_env.setenv("HOLD_TTL_SECONDS", "soon")
     assert gc.isenabled()
     assert main(["serve", "--port", "0"]) == 2
     assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(["serve", "--port", "0"]) == 2
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("port", ["-1", "65536", "http", ""])
