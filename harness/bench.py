@@ -407,7 +407,9 @@ def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]
     Both run with warm bytecode, as perf-floor section 5 measures and as the README's
     ``pip install`` leaves an install (pip compiles every module): one unmeasured spawn of each
     first, with ``PYTHONDONTWRITEBYTECODE`` dropped so that spawn writes the ``.pyc`` files a
-    ``uv``-built nox environment lacks. Its time is reported as ``first_spawn_s``.
+    ``uv``-built nox environment lacks. Its time is reported as ``first_spawn_s``: a cold
+    (compiling) start only in a fresh environment, a warm one afterwards. Figures from before
+    this warm-up (2026-11-30) were taken without ``.pyc`` files and are not comparable.
     """
     env = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
     pin = pin and _pin(SERVER_CPU) is not None
