@@ -17,9 +17,9 @@ import pytest
 
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
 from expert_booking.adapters.sqlite_migrations import load_migrations, split_statements
+from expert_booking.adapters.sqlite_sql import search_params
 from expert_booking.adapters.sqlite_store import (
     SqliteBookingStore,
-    _search_params,
     _Worker,
     booking_from_json,
     booking_to_json,
@@ -667,7 +667,7 @@ async def test_the_experts_first_search_matches_the_per_slot_scan(
     with _raw(db_path) as connection:
         connection.create_function("casefold", 1, str.casefold)
         rows = connection.execute(
-            _PER_SLOT_SCAN, _search_params(query, now, offset, limit)
+            _PER_SLOT_SCAN, search_params(query, now, offset, limit)
         ).fetchall()
     expected_total = rows[0][1] if rows else None
     slots, total = await _search(store, query, now=now, offset=offset, limit=limit)

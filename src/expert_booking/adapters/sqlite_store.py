@@ -42,7 +42,8 @@ Design:
   regardless of case. Tokens are passed as one JSON array (``json_each``), so the SQL text is
   constant whatever the number of tokens. The search selects matching experts first (one
   ``casefold`` per expert, not per slot), then their slots via ``slots_by_expert_start``.
-* Row and JSON mapping lives in ``sqlite_rows``.
+* Row and JSON mapping lives in ``sqlite_rows``, the SQL text in ``sqlite_sql``, the
+  transaction (every statement of a write) in ``sqlite_transaction``.
 """
 
 from __future__ import annotations
@@ -50,11 +51,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,105 +67,28 @@ from expert_booking.adapters.sqlite_migrations import (
     pending_migrations,
 )
 from expert_booking.adapters.sqlite_rows import (
-    BOOKING_COLUMNS,
-    SLOT_COLUMNS,
     booking_from_json,
     booking_from_row,
-    booking_params,
     booking_to_json,
     optional_instant,
-    optional_text,
     slot_from_row,
 )
-from expert_booking.domain.errors import (
-    BookingError,
-    BookingNotFoundError,
-    InternalError,
-    SlotUnavailableError,
-    StorageBusyError,
-    VersionConflictError,
+from expert_booking.adapters.sqlite_sql import (
+    GET_BOOKING,
+    PEEK_PAGE,
+    SEARCH_COUNT,
+    casefold,
+    search_params,
 )
-from expert_booking.domain.model import Booking, Slot, format_instant
-from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery, SlotSearchResult
+from expert_booking.adapters.sqlite_transaction import SqliteTransaction, translate_error
+from expert_booking.domain.model import Booking
+from expert_booking.ports import SlotQuery, SlotSearchResult
 
 __all__ = ["SqliteBookingStore", "SqliteTransaction", "booking_from_json", "booking_to_json"]
 
 logger = logging.getLogger("expert_booking.store")
 
 T = TypeVar("T")
-
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-_SQLITE_MAX_INTEGER = 2**63 - 1
-
-_GET_SLOT = f"""
-SELECT {SLOT_COLUMNS}
-FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
-WHERE s.slot_id = ?
-"""  # noqa: S608 - constant SQL fragments only, values are bound
-
-# Experts first: the text and specialty filters run once per expert row (casefold is a Python
-# call), then index slots_by_expert_start (migration 2) reaches each matching expert's slots.
-_FREE_SLOTS = """
-FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
-WHERE s.expert_id IN (
-      SELECT x.expert_id FROM experts AS x
-      WHERE (:specialty IS NULL OR casefold(x.specialty) = :specialty)
-        AND NOT EXISTS (
-            SELECT 1 FROM json_each(:tokens) AS t
-            WHERE instr(casefold(x.name || ' ' || x.specialty || ' ' || x.keywords), t.value) = 0))
-  AND s.starts_at > :now
-  AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
-  AND (:starts_before IS NULL OR s.starts_at < :starts_before)
-  AND NOT EXISTS (
-      SELECT 1 FROM bookings AS b
-      WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
-"""
-
-_SEARCH_PAGE = f"""
-SELECT {SLOT_COLUMNS}, COUNT(*) OVER () AS total
-{_FREE_SLOTS}
-ORDER BY s.starts_at, s.slot_id
-LIMIT :limit OFFSET :offset
-"""
-
-_SEARCH_COUNT = f"SELECT COUNT(*) AS total {_FREE_SLOTS}"
-
-_NEXT_HOLD_EXPIRY = "SELECT MIN(expires_at) AS next_hold_expiry FROM bookings WHERE status = 'HELD'"
-
-# The page, its total and the earliest hold expiry from ONE snapshot; always at least one row.
-_PEEK_PAGE = f"""
-SELECT held.next_hold_expiry, page.*
-FROM ({_NEXT_HOLD_EXPIRY}) AS held
-LEFT JOIN ({_SEARCH_PAGE}) AS page ON 1
-ORDER BY page.starts_at, page.slot_id
-"""  # noqa: S608 - constant SQL fragments only, values are bound
-
-# Everything a hold reads, in one statement (one row): the idempotency record, the slot, and
-# whether a release is due. A release changes neither the record nor the slot row.
-_HOLD_LOOKUP = f"""
-SELECT i.fingerprint, i.booking_json, i.error_code,
-       ({_NEXT_HOLD_EXPIRY}) AS next_hold_expiry, {SLOT_COLUMNS}
-FROM (SELECT 1) AS one
-LEFT JOIN idempotency AS i ON i.scope = :scope AND i.key = :key
-LEFT JOIN slots AS s ON s.slot_id = :slot_id
-LEFT JOIN experts AS e ON e.expert_id = s.expert_id
-"""  # noqa: S608 - constant SQL fragments only, values are bound
-
-_GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?"  # noqa: S608
-
-_INSERT_BOOKING = (
-    f"INSERT INTO bookings ({BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-_UPDATE_BOOKING = """
-UPDATE bookings SET
-    slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
-    version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
-    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?
-WHERE booking_id = ? AND version = ?
-"""
 
 
 class SqliteBookingStore:
@@ -203,12 +126,12 @@ class SqliteBookingStore:
                 str(path), isolation_level=None, timeout=busy_timeout_ms / 1000
             )
         except sqlite3.Error as exc:
-            raise _translate(exc) from exc
+            raise translate_error(exc) from exc
         store = cls(conn)
         ready = False
         try:
             conn.row_factory = sqlite3.Row
-            await conn.create_function("casefold", 1, _casefold, deterministic=True)
+            await conn.create_function("casefold", 1, casefold, deterministic=True)
             for pragma in (
                 f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
                 "PRAGMA journal_mode = WAL",
@@ -241,7 +164,7 @@ class SqliteBookingStore:
 
         Overdue holds are not released: a HELD booking may be past ``expires_at``.
         """
-        rows = await self._read(_GET_BOOKING, (booking_id,))
+        rows = await self._read(GET_BOOKING, (booking_id,))
         return booking_from_row(rows[0]) if rows else None
 
     async def peek_free_slots(
@@ -252,15 +175,15 @@ class SqliteBookingStore:
         Overdue holds are not released: when ``next_hold_expiry <= now`` their slots are
         missing from the page.
         """
-        params = _search_params(query, now, offset, limit)
-        rows = await self._read(_PEEK_PAGE, params)
+        params = search_params(query, now, offset, limit)
+        rows = await self._read(PEEK_PAGE, params)
         next_expiry = optional_instant(rows[0]["next_hold_expiry"])
         if rows[0]["slot_id"] is not None:
             slots = [slot_from_row(row) for row in rows]
             return SlotSearchResult(slots, int(rows[0]["total"]), next_expiry)
         total = 0
         if offset > 0:  # past the end: count separately (a later snapshot, as paging allows)
-            total = int((await self._read(_SEARCH_COUNT, params))[0]["total"])
+            total = int((await self._read(SEARCH_COUNT, params))[0]["total"])
         return SlotSearchResult([], total, next_expiry)
 
     async def _read(self, sql: str, params: Iterable[Any] | dict[str, Any]) -> list[sqlite3.Row]:
@@ -349,171 +272,11 @@ def _migrate(connection: sqlite3.Connection) -> None:
             logger.info("applied migration %04d_%s", migration.version, migration.name)
 
 
-class SqliteTransaction:
-    """``ports.Transaction`` on the write connection; valid only while its ``work`` runs."""
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-        self.finished = False
-
-    def release_overdue(self, now: datetime) -> int:
-        """Mark HELD bookings with ``expires_at <= now`` EXPIRED (version + 1); return count."""
-        return self._write(
-            "UPDATE bookings SET status = 'EXPIRED', version = version + 1 "
-            "WHERE status = 'HELD' AND expires_at <= ?",
-            (format_instant(now),),
-        )
-
-    def next_hold_expiry(self) -> datetime | None:
-        """The earliest ``expires_at`` of a HELD booking, if any."""
-        rows = self._fetch(_NEXT_HOLD_EXPIRY, ())
-        return optional_instant(rows[0][0])
-
-    def search_free_slots(
-        self, query: SlotQuery, now: datetime, offset: int, limit: int
-    ) -> tuple[list[Slot], int]:
-        """Free slots (no active booking, starting after ``now``) by start time; page and total.
-
-        Text tokens (split on whitespace) must all occur, case-folded, in the expert's name,
-        specialty or keywords; the specialty filter is an exact, case-folded match.
-        """
-        params = _search_params(query, now, offset, limit)
-        rows = self._fetch(_SEARCH_PAGE, params)
-        if rows:
-            return [slot_from_row(row) for row in rows], int(rows[0]["total"])
-        if offset == 0:
-            return [], 0
-        counted = self._fetch(_SEARCH_COUNT, params)
-        return [], int(counted[0]["total"])
-
-    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
-        """The idempotency record, the slot and the earliest hold expiry, in one statement."""
-        row = self._fetch(_HOLD_LOOKUP, {"scope": scope, "key": key, "slot_id": slot_id})[0]
-        record = None
-        if row["fingerprint"] is not None:
-            record = _record(scope, key, row)
-        slot = slot_from_row(row) if row["slot_id"] is not None else None
-        return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
-
-    def get_slot(self, slot_id: str) -> Slot | None:
-        """The slot with this id joined with its expert, or ``None``."""
-        rows = self._fetch(_GET_SLOT, (slot_id,))
-        return slot_from_row(rows[0]) if rows else None
-
-    def get_booking(self, booking_id: str) -> Booking | None:
-        """The stored booking, or ``None``."""
-        rows = self._fetch(_GET_BOOKING, (booking_id,))
-        return booking_from_row(rows[0]) if rows else None
-
-    def insert_booking(self, booking: Booking) -> None:
-        """Insert a new booking.
-
-        Raises:
-            SlotUnavailableError: the slot already has an active booking.
-        """
-        self._write(_INSERT_BOOKING, booking_params(booking), slot_id=booking.slot_id)
-
-    def update_booking(self, booking: Booking, expected_version: int) -> None:
-        """Replace the stored booking if its stored version is ``expected_version``.
-
-        Raises:
-            VersionConflictError: the stored version differs.
-            BookingNotFoundError: no booking has this id.
-            SlotUnavailableError: the change would make a second active booking of the slot.
-        """
-        changed = self._write(
-            _UPDATE_BOOKING,
-            (*booking_params(booking)[1:], booking.booking_id, expected_version),
-            slot_id=booking.slot_id,
-        )
-        if changed:
-            return
-        rows = self._fetch(
-            "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
-        )
-        if not rows:
-            raise BookingNotFoundError(bookingId=booking.booking_id)
-        raise VersionConflictError(
-            bookingId=booking.booking_id,
-            expectedVersion=expected_version,
-            currentVersion=rows[0]["version"],
-        )
-
-    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
-        """The committed outcome stored for ``(scope, key)``, or ``None``."""
-        rows = self._fetch(
-            "SELECT fingerprint, booking_json, error_code FROM idempotency "
-            "WHERE scope = ? AND key = ?",
-            (scope, key),
-        )
-        return _record(scope, key, rows[0]) if rows else None
-
-    def put_idempotency(self, record: IdempotencyRecord) -> None:
-        """Store the outcome of an idempotent request (a key is written once)."""
-        self._write(
-            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (
-                record.scope,
-                record.key,
-                record.fingerprint,
-                booking_to_json(record.booking),
-                record.error_code,
-            ),
-        )
-
-    def _check_open(self) -> None:
-        if self.finished:
-            msg = "the transaction has already ended"
-            raise RuntimeError(msg)
-
-    def _fetch(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
-        self._check_open()
-        try:
-            return self.connection.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise _translate(exc) from exc
-
-    def _write(self, sql: str, params: Sequence[Any], *, slot_id: str | None = None) -> int:
-        """Run one change; with ``slot_id``, a second active booking is ``SlotUnavailableError``."""
-        self._check_open()
-        try:
-            return self.connection.execute(sql, params).rowcount
-        except sqlite3.IntegrityError as exc:
-            if slot_id is not None and "bookings.slot_id" in str(exc):
-                raise SlotUnavailableError(slotId=slot_id) from exc
-            raise _translate(exc) from exc
-        except sqlite3.Error as exc:
-            raise _translate(exc) from exc
-
-
-def _record(scope: str, key: str, row: sqlite3.Row) -> IdempotencyRecord:
-    return IdempotencyRecord(
-        scope=scope,
-        key=key,
-        fingerprint=row["fingerprint"],
-        booking=booking_from_json(row["booking_json"]),
-        error_code=row["error_code"],
-    )
-
-
 async def _call(awaitable: Any) -> Any:
     try:
         return await awaitable
     except sqlite3.Error as exc:
-        raise _translate(exc) from exc
-
-
-def _translate(exc: sqlite3.Error) -> BookingError:
-    """Map a sqlite3 error to the domain: lock contention is retryable, the rest internal."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    busy = code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    if isinstance(exc, sqlite3.OperationalError) and (
-        busy or "database is locked" in str(exc) or "database is busy" in str(exc)
-    ):
-        return StorageBusyError()
-    logger.error("sqlite error %s", getattr(exc, "sqlite_errorname", type(exc).__name__))
-    return InternalError()
+        raise translate_error(exc) from exc
 
 
 async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
@@ -522,7 +285,7 @@ async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
     ready = False
     try:
         reader.row_factory = sqlite3.Row
-        await reader.create_function("casefold", 1, _casefold, deterministic=True)
+        await reader.create_function("casefold", 1, casefold, deterministic=True)
         await reader.execute_fetchall(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await reader.execute_fetchall("PRAGMA query_only = ON")
         await _Worker(reader).call(_batch_scheduling)
@@ -534,21 +297,6 @@ async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
 
 
 # Reused: json.dumps with options builds a new encoder per call.
-_TOKENS_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
-def _search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> dict[str, Any]:
-    return {
-        "now": format_instant(now),
-        "starts_after": optional_text(query.starts_after),
-        "starts_before": optional_text(query.starts_before),
-        "specialty": None if query.specialty is None else query.specialty.casefold(),
-        "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
-        "limit": max(0, min(limit, _SQLITE_MAX_INTEGER)),
-        "offset": max(0, min(offset, _SQLITE_MAX_INTEGER)),
-    }
-
-
 def _batch_scheduling(_connection: sqlite3.Connection) -> None:
     """Give the calling worker thread ``SCHED_BATCH``: no wake-up preemption of the loop.
 
@@ -564,7 +312,3 @@ def _batch_scheduling(_connection: sqlite3.Connection) -> None:
 
 def _probe(path: str) -> None:
     sqlite3.connect(path).close()
-
-
-def _casefold(value: object) -> object:
-    return value.casefold() if isinstance(value, str) else value

@@ -1,0 +1,110 @@
+"""The store's SQL text (constant: every value is bound) and the parameters of a slot search."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS, optional_text
+from expert_booking.domain.model import format_instant
+from expert_booking.ports import SlotQuery
+
+SQLITE_MAX_INTEGER = 2**63 - 1
+
+GET_SLOT = f"""
+SELECT {SLOT_COLUMNS}
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+WHERE s.slot_id = ?
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
+# Experts first: the text and specialty filters run once per expert row (casefold is a Python
+# call), then index slots_by_expert_start (migration 2) reaches each matching expert's slots.
+_FREE_SLOTS = """
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+WHERE s.expert_id IN (
+      SELECT x.expert_id FROM experts AS x
+      WHERE (:specialty IS NULL OR casefold(x.specialty) = :specialty)
+        AND NOT EXISTS (
+            SELECT 1 FROM json_each(:tokens) AS t
+            WHERE instr(casefold(x.name || ' ' || x.specialty || ' ' || x.keywords), t.value) = 0))
+  AND s.starts_at > :now
+  AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
+  AND (:starts_before IS NULL OR s.starts_at < :starts_before)
+  AND NOT EXISTS (
+      SELECT 1 FROM bookings AS b
+      WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
+"""
+
+SEARCH_PAGE = f"""
+SELECT {SLOT_COLUMNS}, COUNT(*) OVER () AS total
+{_FREE_SLOTS}
+ORDER BY s.starts_at, s.slot_id
+LIMIT :limit OFFSET :offset
+"""
+
+SEARCH_COUNT = f"SELECT COUNT(*) AS total {_FREE_SLOTS}"
+
+NEXT_HOLD_EXPIRY = "SELECT MIN(expires_at) AS next_hold_expiry FROM bookings WHERE status = 'HELD'"
+
+# The page, its total and the earliest hold expiry from ONE snapshot; always at least one row.
+PEEK_PAGE = f"""
+SELECT held.next_hold_expiry, page.*
+FROM ({NEXT_HOLD_EXPIRY}) AS held
+LEFT JOIN ({SEARCH_PAGE}) AS page ON 1
+ORDER BY page.starts_at, page.slot_id
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
+# Everything a hold reads, in one statement (one row): the idempotency record, the slot, and
+# whether a release is due. A release changes neither the record nor the slot row.
+HOLD_LOOKUP = f"""
+SELECT i.fingerprint, i.booking_json, i.error_code,
+       ({NEXT_HOLD_EXPIRY}) AS next_hold_expiry, {SLOT_COLUMNS}
+FROM (SELECT 1) AS one
+LEFT JOIN idempotency AS i ON i.scope = :scope AND i.key = :key
+LEFT JOIN slots AS s ON s.slot_id = :slot_id
+LEFT JOIN experts AS e ON e.expert_id = s.expert_id
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
+GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?"  # noqa: S608
+
+INSERT_BOOKING = (
+    f"INSERT INTO bookings ({BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+UPDATE_BOOKING = """
+UPDATE bookings SET
+    slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
+    version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
+    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?
+WHERE booking_id = ? AND version = ?
+"""
+
+_TOKENS_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> dict[str, Any]:
+    """The named parameters of ``SEARCH_PAGE``, ``SEARCH_COUNT`` and ``PEEK_PAGE``.
+
+    Text and specialty are case-folded as the ``casefold`` SQL function folds the columns;
+    the text's tokens go in as one JSON array (``json_each``), so the SQL stays constant.
+    """
+    return {
+        "now": format_instant(now),
+        "starts_after": optional_text(query.starts_after),
+        "starts_before": optional_text(query.starts_before),
+        "specialty": None if query.specialty is None else query.specialty.casefold(),
+        "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
+        "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
+        "offset": max(0, min(offset, SQLITE_MAX_INTEGER)),
+    }
+
+
+def casefold(value: object) -> object:
+    """The SQL function ``casefold`` (each connection registers it): Unicode case folding.
+
+    SQLite's ``lower()`` folds only ASCII; German and other non-ASCII keywords must match
+    whatever their case. Non-text values pass unchanged.
+    """
+    return value.casefold() if isinstance(value, str) else value

@@ -1,0 +1,204 @@
+"""``ports.Transaction`` on the store's write connection, and sqlite3 errors in domain terms."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from expert_booking.adapters.sqlite_rows import (
+    booking_from_json,
+    booking_from_row,
+    booking_params,
+    booking_to_json,
+    optional_instant,
+    slot_from_row,
+)
+from expert_booking.adapters.sqlite_sql import (
+    GET_BOOKING,
+    GET_SLOT,
+    HOLD_LOOKUP,
+    INSERT_BOOKING,
+    NEXT_HOLD_EXPIRY,
+    SEARCH_COUNT,
+    SEARCH_PAGE,
+    UPDATE_BOOKING,
+    search_params,
+)
+from expert_booking.domain.errors import (
+    BookingError,
+    BookingNotFoundError,
+    InternalError,
+    SlotUnavailableError,
+    StorageBusyError,
+    VersionConflictError,
+)
+from expert_booking.domain.model import Booking, Slot, format_instant
+from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery
+
+logger = logging.getLogger("expert_booking.store")
+
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+class SqliteTransaction:
+    """``ports.Transaction`` on the write connection; valid only while its ``work`` runs."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.finished = False
+
+    def release_overdue(self, now: datetime) -> int:
+        """Mark HELD bookings with ``expires_at <= now`` EXPIRED (version + 1); return count."""
+        return self._write(
+            "UPDATE bookings SET status = 'EXPIRED', version = version + 1 "
+            "WHERE status = 'HELD' AND expires_at <= ?",
+            (format_instant(now),),
+        )
+
+    def next_hold_expiry(self) -> datetime | None:
+        """The earliest ``expires_at`` of a HELD booking, if any."""
+        rows = self._fetch(NEXT_HOLD_EXPIRY, ())
+        return optional_instant(rows[0][0])
+
+    def search_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> tuple[list[Slot], int]:
+        """Free slots (no active booking, starting after ``now``) by start time; page and total.
+
+        Text tokens (split on whitespace) must all occur, case-folded, in the expert's name,
+        specialty or keywords; the specialty filter is an exact, case-folded match.
+        """
+        params = search_params(query, now, offset, limit)
+        rows = self._fetch(SEARCH_PAGE, params)
+        if rows:
+            return [slot_from_row(row) for row in rows], int(rows[0]["total"])
+        if offset == 0:
+            return [], 0
+        counted = self._fetch(SEARCH_COUNT, params)
+        return [], int(counted[0]["total"])
+
+    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+        """The idempotency record, the slot and the earliest hold expiry, in one statement."""
+        row = self._fetch(HOLD_LOOKUP, {"scope": scope, "key": key, "slot_id": slot_id})[0]
+        record = None
+        if row["fingerprint"] is not None:
+            record = _record(scope, key, row)
+        slot = slot_from_row(row) if row["slot_id"] is not None else None
+        return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
+
+    def get_slot(self, slot_id: str) -> Slot | None:
+        """The slot with this id joined with its expert, or ``None``."""
+        rows = self._fetch(GET_SLOT, (slot_id,))
+        return slot_from_row(rows[0]) if rows else None
+
+    def get_booking(self, booking_id: str) -> Booking | None:
+        """The stored booking, or ``None``."""
+        rows = self._fetch(GET_BOOKING, (booking_id,))
+        return booking_from_row(rows[0]) if rows else None
+
+    def insert_booking(self, booking: Booking) -> None:
+        """Insert a new booking.
+
+        Raises:
+            SlotUnavailableError: the slot already has an active booking.
+        """
+        self._write(INSERT_BOOKING, booking_params(booking), slot_id=booking.slot_id)
+
+    def update_booking(self, booking: Booking, expected_version: int) -> None:
+        """Replace the stored booking if its stored version is ``expected_version``.
+
+        Raises:
+            VersionConflictError: the stored version differs.
+            BookingNotFoundError: no booking has this id.
+            SlotUnavailableError: the change would make a second active booking of the slot.
+        """
+        changed = self._write(
+            UPDATE_BOOKING,
+            (*booking_params(booking)[1:], booking.booking_id, expected_version),
+            slot_id=booking.slot_id,
+        )
+        if changed:
+            return
+        rows = self._fetch(
+            "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
+        )
+        if not rows:
+            raise BookingNotFoundError(bookingId=booking.booking_id)
+        raise VersionConflictError(
+            bookingId=booking.booking_id,
+            expectedVersion=expected_version,
+            currentVersion=rows[0]["version"],
+        )
+
+    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """The committed outcome stored for ``(scope, key)``, or ``None``."""
+        rows = self._fetch(
+            "SELECT fingerprint, booking_json, error_code FROM idempotency "
+            "WHERE scope = ? AND key = ?",
+            (scope, key),
+        )
+        return _record(scope, key, rows[0]) if rows else None
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        """Store the outcome of an idempotent request (a key is written once)."""
+        self._write(
+            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                record.scope,
+                record.key,
+                record.fingerprint,
+                booking_to_json(record.booking),
+                record.error_code,
+            ),
+        )
+
+    def _check_open(self) -> None:
+        if self.finished:
+            msg = "the transaction has already ended"
+            raise RuntimeError(msg)
+
+    def _fetch(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
+        self._check_open()
+        try:
+            return self.connection.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise translate_error(exc) from exc
+
+    def _write(self, sql: str, params: Sequence[Any], *, slot_id: str | None = None) -> int:
+        """Run one change; with ``slot_id``, a second active booking is ``SlotUnavailableError``."""
+        self._check_open()
+        try:
+            return self.connection.execute(sql, params).rowcount
+        except sqlite3.IntegrityError as exc:
+            if slot_id is not None and "bookings.slot_id" in str(exc):
+                raise SlotUnavailableError(slotId=slot_id) from exc
+            raise translate_error(exc) from exc
+        except sqlite3.Error as exc:
+            raise translate_error(exc) from exc
+
+
+def _record(scope: str, key: str, row: sqlite3.Row) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        scope=scope,
+        key=key,
+        fingerprint=row["fingerprint"],
+        booking=booking_from_json(row["booking_json"]),
+        error_code=row["error_code"],
+    )
+
+
+def translate_error(exc: sqlite3.Error) -> BookingError:
+    """Map a sqlite3 error to the domain: lock contention is retryable, the rest internal."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    busy = code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    if isinstance(exc, sqlite3.OperationalError) and (
+        busy or "database is locked" in str(exc) or "database is busy" in str(exc)
+    ):
+        return StorageBusyError()
+    logger.error("sqlite error %s", getattr(exc, "sqlite_errorname", type(exc).__name__))
+    return InternalError()
