@@ -53,8 +53,6 @@ import json
 import os
 import platform
 import random
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,13 +62,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx2
-
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
-from expert_booking.testing.server_process import SERVE_COMMAND, ServerProcess
+from harness.bench_cold_start import cold_start
+from harness.bench_context import booking_bytes
 from harness.bench_db import BENCH_PRICE, bench_slot_id, create_bench_db
-from harness.bench_report import COLD_START_MAX_S, Row, print_table, summarize
+from harness.bench_report import Row, print_table, summarize
+from harness.bench_servers import (
+    LOADGEN_CPU,
+    SERVER_CPU,
+    check_pinned,
+    cli_server,
+    floor_server,
+    peak_rss_kib,
+    pin_to,
+    serve_floor,
+)
 from harness.loadgen import (
     Check,
     HttpClient,
@@ -89,85 +96,6 @@ from harness.loadgen import (
     tools_call,
     tools_list,
 )
-from harness.serve_controlled import harness_server
-
-SERVER_CPU = 1
-LOADGEN_CPU = 0
-# Timed until its line, as the server is timed until its ready line (not to interpreter exit).
-IMPORT_FLOOR_COMMAND = (
-    sys.executable,
-    "-c",
-    (
-        "import mcp.server.lowlevel, litestar, uvicorn, httpx, aiosqlite, os;"
-        "print('imported', flush=True); os._exit(0)"
-    ),
-)
-
-
-# --------------------------------------------------------------------------------------------
-# child processes
-
-
-# The CPUs this process may use before it pins itself to the load generator's CPU: a child
-# may be pinned to any of them even after this process's own affinity was narrowed.
-_USABLE_CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-
-
-def _pin(cpu: int) -> Callable[[], None] | None:
-    """A preexec function pinning the child to ``cpu`` (None where that is impossible)."""
-    if _USABLE_CPUS is None or cpu not in _USABLE_CPUS:
-        return None
-
-    def pin() -> None:
-        os.sched_setaffinity(0, {cpu})
-
-    return pin
-
-
-def _server(command: list[str], db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
-    preexec = _pin(SERVER_CPU) if pin else None
-    return harness_server(command, db_path=db_path, env=env, preexec=preexec, keep_stderr=False)
-
-
-def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
-    return _server(list(SERVE_COMMAND), db_path, env, pin=pin)
-
-
-def floor_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
-    """The floor server; it opens no database (``db_path`` only completes the CLI's flags)."""
-    return _server([sys.executable, "-m", "harness.bench", "--serve-floor"], db_path, env, pin=pin)
-
-
-def serve_floor(host: str, port: int) -> int:
-    """Child entry: the floor app, served the way ``expert-booking-mcp serve`` serves."""
-    from expert_booking.__main__ import serve
-    from expert_booking.settings import Settings
-    from harness.floor_app import build_floor_app
-
-    settings = Settings.from_env().with_overrides(host=host, port=port)
-    return serve(build_floor_app(settings), settings)
-
-
-def _check_pinned(pid: int) -> None:
-    """Every thread of ``pid`` may run on the server CPU only (else the figures are void)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        allowed = os.sched_getaffinity(int(task.name))
-        if allowed != {SERVER_CPU}:
-            msg = f"server thread {task.name} is not pinned to CPU {SERVER_CPU}: {allowed}"
-            raise RuntimeError(msg)
-
-
-def peak_rss_kib(pid: int) -> int | None:
-    """``VmHWM`` (peak resident set) of ``pid`` in KiB, from ``/proc``."""
-    try:
-        text = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return None
-
 
 # --------------------------------------------------------------------------------------------
 # configurations
@@ -393,172 +321,6 @@ def _progress(round_number: int, result: LoadResult) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# cold start, context bytes
-
-
-def cold_start(spawns: int, env: dict[str, str], *, pin: bool) -> dict[str, Any]:
-    """Spawn the CLI ``spawns`` times on a fresh database: Popen -> ready line -> tools/list.
-
-    Interleaved with each spawn, the stack's import floor (perf-floor section 5: a fresh
-    interpreter importing the SDK, Litestar, uvicorn, httpx and aiosqlite, timed to a line it
-    prints afterwards, as the server is timed to its ready line), so the figure can be judged
-    against what this box costs at the moment of the run.
-
-    Both run with warm bytecode, as perf-floor section 5 measures and as the README's
-    ``pip install`` leaves an install (pip compiles every module): one unmeasured spawn of each
-    first, with ``PYTHONDONTWRITEBYTECODE`` dropped so that spawn writes the ``.pyc`` files a
-    ``uv``-built nox environment lacks. Its time is reported as ``first_spawn_s``: a cold
-    (compiling) start only in a fresh environment, a warm one afterwards. Figures from before
-    this warm-up (2026-11-30) were taken without ``.pyc`` files and are not comparable.
-    """
-    env = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    pin = pin and _pin(SERVER_CPU) is not None
-    _import_floor_s(env, pin=pin)
-    first_spawn = _ready_s(env, pin=pin)[0]
-    ready: list[float] = []
-    first_response: list[float] = []
-    import_floor: list[float] = []
-    for _ in range(spawns):
-        import_floor.append(_import_floor_s(env, pin=pin))
-        ready_s, list_s = _ready_s(env, pin=pin)
-        ready.append(ready_s)
-        first_response.append(ready_s + list_s)
-    return {
-        "spawns": spawns,
-        "ready_s_median": statistics.median(ready),
-        "ready_s_all": [round(value, 3) for value in ready],
-        "first_tools_list_s_median": statistics.median(first_response),
-        "stack_import_floor_s_median": statistics.median(import_floor),
-        "first_spawn_s": round(first_spawn, 3),
-        "target_s": COLD_START_MAX_S,
-        "pass": statistics.median(ready) <= COLD_START_MAX_S,
-    }
-
-
-def _ready_s(env: dict[str, str], *, pin: bool) -> tuple[float, float]:
-    """One CLI spawn on a fresh database: seconds to its ready line, then to a tools/list."""
-    with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
-        started = time.perf_counter()
-        with cli_server(Path(tmp) / "cold.db", env, pin=pin) as server:
-            ready = time.perf_counter() - started
-            return ready, asyncio.run(_first_list(server.url))
-
-
-def _import_floor_s(env: dict[str, str], *, pin: bool) -> float:
-    """Seconds from spawning ``IMPORT_FLOOR_COMMAND`` to its line on stdout.
-
-    Pinned to the server CPU right after the spawn (no ``preexec_fn``: this runs beside
-    threads), so at most the interpreter's first instructions run elsewhere.
-    """
-    started = time.perf_counter()
-    with subprocess.Popen(IMPORT_FLOOR_COMMAND, stdout=subprocess.PIPE, env=env) as child:
-        if pin:
-            os.sched_setaffinity(child.pid, {SERVER_CPU})
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        elapsed = time.perf_counter() - started
-    if line.strip() != b"imported" or child.returncode != 0:
-        msg = f"the import floor command failed (exit {child.returncode})"
-        raise RuntimeError(msg)
-    return elapsed
-
-
-async def _first_list(url: str) -> float:
-    started = time.perf_counter()
-    async with make_http_client(connections=1) as client:
-        reply = await send(client, url, tools_list())
-    assert jsonrpc_ok(0, reply) is None, reply.message
-    return time.perf_counter() - started
-
-
-def _model_text(reply: Reply) -> int:
-    """Bytes of what a host shows the model for a tool result: its text content (the envelope)."""
-    content = reply.result.get("content") or []
-    return sum(len(item.get("text", "").encode()) for item in content if isinstance(item, dict))
-
-
-async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub) -> dict[str, Any]:
-    """The bytes a model reads to make one booking with this server, step by step.
-
-    Steps: ``server/discover`` (model-visible: the ``instructions`` text, which a host may put
-    in the system prompt); ``tools/list`` (model-visible: the ``tools`` array as JSON, what a
-    host puts in the prompt); one ``tool_catalog.search``; every page of ``tool_catalog.read``
-    (limit 100 lines) for the three schemas the booking needs (search_available_slots,
-    hold_slot, confirm_booking); then the results of search slots, hold and confirm. For tool
-    results the model-visible bytes are the text content (the envelope JSON;
-    ``structuredContent`` repeats it for programs). ``wire`` counts whole HTTP response bodies.
-    """
-    steps: list[dict[str, Any]] = []
-
-    async def step(label: str, call: McpCall, visible: Callable[[Reply], int]) -> Reply:
-        reply = await send(client, url, call)
-        assert reply.status_code == 200, reply.message
-        steps.append({"step": label, "model_bytes": visible(reply), "wire_bytes": reply.size})
-        return reply
-
-    def tools_array(reply: Reply) -> int:
-        return len(json.dumps(reply.result["tools"], separators=(",", ":")).encode())
-
-    def instructions(reply: Reply) -> int:
-        return len(str(reply.result.get("instructions") or "").encode())
-
-    await step("server/discover", McpCall("server/discover", {}), instructions)
-    listed = await step("tools/list", tools_list(), tools_array)
-    found = await step(
-        "tool_catalog.search 'book an expert slot'",
-        tools_call("tool_catalog.search", {"query": "book an expert slot", "limit": 5}),
-        _model_text,
-    )
-    names = {item["name"] for item in found.envelope["data"]["items"]}
-    needed = ["booking.search_available_slots", "booking.hold_slot", "booking.confirm_booking"]
-    for name in needed:
-        if name not in names:
-            await step(
-                f"tool_catalog.search '{name}'",
-                tools_call("tool_catalog.search", {"query": name, "limit": 1}),
-                _model_text,
-            )
-        offset: int | None = 0
-        while offset is not None:
-            page = await step(
-                f"tool_catalog.read {name} @{offset}",
-                tools_call(
-                    "tool_catalog.read", {"uri": f"tool://{name}", "offset": offset, "limit": 100}
-                ),
-                _model_text,
-            )
-            following = page.envelope["data"]["next"]
-            offset = following["offset"] if following else None
-    slots = await step(
-        "call search_available_slots",
-        logical("booking.search_available_slots", {"query": "AI", "limit": 5}),
-        _model_text,
-    )
-    slot_id = slots.envelope["data"]["slots"][0]["slotId"]
-    held = await step(
-        "call hold_slot", logical("booking.hold_slot", hold_arguments(slot_id)), _model_text
-    )
-    booking = held.envelope["data"]
-    stub.set_answer(booking["bookingId"], status="PAID", amount=booking["payment"]["amount"])
-    confirmed = await step(
-        "call confirm_booking",
-        logical(
-            "booking.confirm_booking", confirm_arguments(booking, approved_at=datetime.now(UTC))
-        ),
-        _model_text,
-    )
-    assert confirmed.envelope["ok"], confirmed.message
-    return {
-        "tools_list_wire_bytes": listed.size,
-        "tools_list_model_bytes": steps[1]["model_bytes"],
-        "instructions_bytes": steps[0]["model_bytes"],
-        "one_booking_model_bytes": sum(s["model_bytes"] for s in steps),
-        "one_booking_wire_bytes": sum(s["wire_bytes"] for s in steps),
-        "steps": steps,
-    }
-
-
-# --------------------------------------------------------------------------------------------
 # main
 
 
@@ -569,7 +331,7 @@ def _client(engine: str) -> HttpClient:
 async def run(
     plan: Plan, engine: str = "raw", configs: tuple[Config, ...] = CONFIGS
 ) -> dict[str, Any]:
-    pin = _pin(SERVER_CPU) is not None and _pin(LOADGEN_CPU) is not None
+    pin = pin_to(SERVER_CPU) is not None and pin_to(LOADGEN_CPU) is not None
     if pin:
         os.sched_setaffinity(0, {LOADGEN_CPU})  # this thread; threads started later inherit it
     placement = (
@@ -598,7 +360,7 @@ async def run(
             for server in servers.values():
                 server.wait_ready()
                 if pin:
-                    _check_pinned(server.pid)
+                    check_pinned(server.pid)
             clients: dict[str, HttpClient] = {}
             for name in servers:
                 client = _client(engine)
