@@ -26,6 +26,9 @@ from typing import Any
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped, unused-ignore]
 
+from harness.git_base import BadBaseError, NoBaseError, base_document, find_base
+from harness.schema_breaking import breaking_changes
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"
 GENERATED = ROOT / "generated" / "expert_booking_contract"
@@ -259,195 +262,12 @@ def write_models() -> list[str]:
     return sorted(rendered)
 
 
-# ----------------------------------------------------------------------- breaking-change diff
-
-_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
-_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
-_ALL_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-
-
-def breaking_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Changes from ``old`` to ``new`` that can reject a value ``old`` accepted.
-
-    Walks ``properties``, ``items``, ``$defs`` and ``anyOf``/``oneOf`` branches by position.
-    Each entry is ``"<JSON Pointer>: <what changed>"``. Loosening changes (a new optional
-    property, a wider bound, an added enum value) are not reported. ``$ref`` targets are compared
-    by name only; the referenced ``$defs`` entry is compared on its own.
-    """
-    return _compare(old, new, "")
-
-
-def _compare(old: Any, new: Any, at: str) -> list[str]:
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        if old is True and new is not True:
-            return [f"{at or '/'}: schema `true` became {json.dumps(new)}"]
-        return []
-    where = at or "/"
-    found = [f"{where}: {message}" for message in _keyword_changes(old, new)]
-    found.extend(_property_changes(old, new, at))
-    found.extend(_nested_changes(old, new, at))
-    return found
-
-
-def _keyword_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return [*_value_set_changes(old, new), *_bound_changes(old, new)]
-
-
-def _value_set_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    found: list[str] = []
-    if lost := sorted(_types(old) - _types(new)):
-        found.append(f"type no longer allows {', '.join(lost)}")
-    if "enum" in new and new["enum"] != old.get("enum"):
-        if "enum" not in old:
-            found.append("enum added")
-        elif lost_values := [value for value in old["enum"] if value not in new["enum"]]:
-            found.append(f"enum value(s) removed: {', '.join(map(json.dumps, lost_values))}")
-    if "const" in new and ("const" not in old or old["const"] != new["const"]):
-        found.append(f"const set to {json.dumps(new['const'])}")
-    if new.get("additionalProperties") is False and old.get("additionalProperties") is not False:
-        found.append("additionalProperties became false")
-    if "$ref" in new and new["$ref"] != old.get("$ref"):
-        found.append(f"$ref changed to {new['$ref']!r} (was {old.get('$ref', 'unset')!r})")
-    return found
-
-
-def _bound_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    tightened = [
-        key for key in _LOWER_BOUNDS if key in new and (key not in old or new[key] > old[key])
-    ] + [key for key in _UPPER_BOUNDS if key in new and (key not in old or new[key] < old[key])]
-    found = [f"{key} tightened to {new[key]} (was {old.get(key, 'unset')})" for key in tightened]
-    found.extend(
-        f"{key} changed to {new[key]!r} (was {old.get(key, 'unset')!r})"
-        for key in ("pattern", "format")
-        if key in new and new[key] != old.get(key)
-    )
-    return found
-
-
-def _types(node: dict[str, Any]) -> frozenset[str]:
-    declared = node.get("type")
-    if declared is None:
-        return _ALL_TYPES
-    if isinstance(declared, str):
-        return frozenset({declared})
-    return frozenset(declared)
-
-
-def _property_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[str]:
-    where = at or "/"
-    old_props: dict[str, Any] = old.get("properties", {})
-    new_props: dict[str, Any] = new.get("properties", {})
-    found = [
-        f"{where}: property {name!r} removed or renamed"
-        for name in old_props
-        if name not in new_props
-    ]
-    for name, schema in new_props.items():
-        if name in old_props:
-            found.extend(_compare(old_props[name], schema, f"{at}/properties/{name}"))
-    old_required = set(old.get("required", []))
-    found.extend(
-        f"{where}: property {name!r} is newly required"
-        for name in new.get("required", [])
-        if name not in old_required
-    )
-    return found
-
-
-def _nested_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[str]:
-    where = at or "/"
-    found: list[str] = []
-    if "items" in old or "items" in new:
-        found.extend(_compare(old.get("items", True), new.get("items", True), f"{at}/items"))
-    new_defs: dict[str, Any] = new.get("$defs", {})
-    for name, schema in old.get("$defs", {}).items():
-        if name in new_defs:
-            found.extend(_compare(schema, new_defs[name], f"{at}/$defs/{name}"))
-        else:
-            found.append(f"{where}: $defs entry {name!r} removed")
-    for keyword in ("anyOf", "oneOf"):
-        if keyword not in new:
-            continue
-        old_branches: list[Any] = old.get(keyword, [])
-        new_branches: list[Any] = new[keyword]
-        if keyword not in old:
-            found.append(f"{where}: {keyword} added")
-        elif len(new_branches) < len(old_branches):
-            lost = len(old_branches) - len(new_branches)
-            found.append(f"{where}: {keyword} lost {lost} branch(es)")
-        for index, (before, after) in enumerate(zip(old_branches, new_branches, strict=False)):
-            found.extend(_compare(before, after, f"{at}/{keyword}/{index}"))
-    return found
+# ------------------------------------------------------------------------------- schema diff
 
 
 def major_version(document: dict[str, Any]) -> int | None:
     match = ID_PATTERN.match(str(document.get("$id", "")))
     return int(match["major"]) if match else None
-
-
-# --------------------------------------------------------------------------------------- git
-
-
-class NoBaseError(Exception):
-    """There is nothing to compare against (no git, no commit yet, no earlier commit)."""
-
-
-class BadBaseError(Exception):
-    """The revision given with --base does not name a commit."""
-
-
-def _git(*args: str) -> subprocess.CompletedProcess[str]:
-    git = shutil.which("git")
-    if git is None:
-        raise NoBaseError("git is not installed")
-    return subprocess.run(
-        [git, *args], cwd=ROOT, capture_output=True, text=True, check=False, encoding="utf-8"
-    )
-
-
-def _commit(rev: str) -> str | None:
-    result = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    return result.stdout.strip() if result.returncode == 0 else None
-
-
-def find_base(explicit: str | None) -> str:
-    """The commit to compare with: merge base of HEAD and --base, else origin/main, else HEAD~1.
-
-    On a clean clone of main, ``origin/main`` is ``HEAD`` itself; then ``HEAD~1`` is used.
-
-    Raises:
-        NoBaseError: no git, no commits, or no earlier commit to compare with.
-        BadBaseError: ``explicit`` is not a commit.
-    """
-    if _git("rev-parse", "--is-inside-work-tree").returncode != 0:
-        raise NoBaseError("not a git work tree")
-    if _commit("HEAD") is None:
-        raise NoBaseError("the repository has no commits yet")
-    if explicit is not None:
-        if _commit(explicit) is None:
-            raise BadBaseError(f"--base {explicit!r} is not a commit")
-        rev = explicit
-    elif _commit("origin/main") not in (None, _commit("HEAD")):
-        rev = "origin/main"
-    elif _commit("HEAD~1") is not None:  # a clone of main itself: check the newest commit
-        rev = "HEAD~1"
-    else:
-        raise NoBaseError("HEAD is the first commit and origin/main does not exist")
-    result = _git("merge-base", "HEAD", rev)
-    if result.returncode != 0:
-        raise NoBaseError(f"HEAD and {rev} have no common ancestor")
-    return result.stdout.strip()
-
-
-def base_document(base: str, path: Path) -> dict[str, Any] | None:
-    """The schema as committed at ``base``; None when the file did not exist there."""
-    top = _git("rev-parse", "--show-toplevel")
-    relative = path.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    result = _git("show", f"{base}:{relative}")
-    if result.returncode != 0:
-        return None
-    loaded = json.loads(result.stdout)
-    return loaded if isinstance(loaded, dict) else None
 
 
 def schema_diff(base: str) -> tuple[list[str], list[str]]:

@@ -13,7 +13,8 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unus
 
 from expert_booking.domain.errors import ERROR_CATALOG
 from expert_booking.domain.model import Intent
-from harness.contract import breaking_changes, drift, major_version, walk
+from harness.contract import drift, major_version, walk
+from harness.schema_breaking import breaking_changes
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 DOCUMENT_KEYS = ("$schema", "$id", "$defs")
