@@ -82,17 +82,19 @@ from harness.loadgen import (
     Check,
     HttpClient,
     LoadResult,
-    McpCall,
     RawHttpClient,
     Reply,
-    confirm_arguments,
     envelope_ok,
-    hold_arguments,
     jsonrpc_ok,
-    logical,
     make_http_client,
     run_load,
     send,
+)
+from harness.mcp_calls import (
+    McpCall,
+    confirm_arguments,
+    hold_arguments,
+    logical,
     tools_call,
     tools_list,
 )

@@ -14,7 +14,8 @@ from typing import Any
 
 from harness.bench_report import COLD_START_MAX_S
 from harness.bench_servers import SERVER_CPU, cli_server, pin_to
-from harness.loadgen import jsonrpc_ok, make_http_client, send, tools_list
+from harness.loadgen import jsonrpc_ok, make_http_client, send
+from harness.mcp_calls import tools_list
 
 # Timed until its line, as the server is timed until its ready line (not to interpreter exit).
 IMPORT_FLOOR_COMMAND = (

@@ -10,13 +10,12 @@ from typing import Any
 import httpx2
 
 from expert_booking.testing.payment_stub import PaymentStub
-from harness.loadgen import (
+from harness.loadgen import Reply, send
+from harness.mcp_calls import (
     McpCall,
-    Reply,
     confirm_arguments,
     hold_arguments,
     logical,
-    send,
     tools_call,
     tools_list,
 )

@@ -24,7 +24,8 @@ from harness.bench import CONFIGS, Bench, Plan, calls_for
 from harness.bench_db import BENCH_PRICE, create_bench_db
 from harness.floor_app import build_floor_app
 from harness.inprocess import inprocess_app
-from harness.loadgen import AsgiCaller, HttpClient, hold_arguments, logical, make_http_client
+from harness.loadgen import AsgiCaller, HttpClient, make_http_client
+from harness.mcp_calls import hold_arguments, logical
 
 
 def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:

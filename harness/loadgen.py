@@ -4,7 +4,7 @@ Every request is a real MCP 2026-07-28 JSON-RPC POST (``MCP-Protocol-Version``, 
 ``Mcp-Name`` headers and the ``_meta`` envelope) sent through ``httpx2`` and the project's
 ``ClientSentAtTransport``, so ``x-mcp-client-sent-at`` and ``_meta.clientSentAt`` are stamped
 at the send boundary exactly as for the official client. Bodies are templated: ``make_call(i)``
-builds request ``i``, so each hold can target its own slot and idempotency key.
+builds request ``i`` (``harness.mcp_calls``), so each hold can target its own slot and key.
 
 A run stops at ``requests`` requests or at ``time_limit_s``, whichever comes first; latency is
 measured from just before the POST until the whole response body has been read. Optionally
@@ -17,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import json
 import os
 import socket
 import ssl
 import statistics
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,105 +30,13 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx2
-import mcp_types
 
 from expert_booking.client import ClientSentAtTransport
 from expert_booking.domain.model import format_instant
-from expert_booking.edge.wire_time import CLIENT_SENT_HEADER, SUPPORTED_PROTOCOL_VERSION
+from expert_booking.edge.wire_time import CLIENT_SENT_HEADER
+from harness.mcp_calls import McpCall, encode
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_REQUEST_IDS = itertools.count(1)
-
-
-@dataclass(frozen=True, slots=True)
-class McpCall:
-    """One MCP request before encoding: JSON-RPC ``method``, ``params`` and the ``Mcp-Name``."""
-
-    method: str
-    params: dict[str, Any]
-    name: str | None = None
-
-
-def tools_list() -> McpCall:
-    return McpCall("tools/list", {})
-
-
-def tools_call(name: str, arguments: dict[str, Any]) -> McpCall:
-    return McpCall("tools/call", {"name": name, "arguments": arguments}, name=name)
-
-
-def logical(name: str, arguments: dict[str, Any], request_span_id: str | None = None) -> McpCall:
-    """``tool_catalog.call`` of the logical tool ``name``."""
-    return tools_call(
-        "tool_catalog.call",
-        {
-            "name": name,
-            "arguments": arguments,
-            "requestSpanId": request_span_id or str(uuid.uuid4()),
-        },
-    )
-
-
-def hold_arguments(
-    slot_id: str,
-    *,
-    key: str | None = None,
-    name: str = "Load Test",
-    email: str = "Load@Example.com",
-) -> dict[str, Any]:
-    """Arguments of ``booking.hold_slot`` (a new idempotency key unless ``key`` is given)."""
-    return {
-        "slotId": slot_id,
-        "customer": {"name": name, "email": email},
-        "idempotencyKey": key or str(uuid.uuid4()),
-    }
-
-
-def confirm_arguments(
-    booking: dict[str, Any], *, approved_at: datetime, key: str | None = None
-) -> dict[str, Any]:
-    """Arguments of ``booking.confirm_booking`` approving the snapshot's confirmationIntent.
-
-    ``intent`` and ``intentHash`` are copied unchanged from the hold result, as a host must.
-    """
-    intent = booking["confirmationIntent"]
-    return {
-        "bookingId": booking["bookingId"],
-        "expectedVersion": booking["version"],
-        "idempotencyKey": key or str(uuid.uuid4()),
-        "humanApproval": {
-            "approvalId": str(uuid.uuid4()),
-            "decision": "APPROVE",
-            "approvedAt": format_instant(approved_at),
-            "intent": intent["intent"],
-            "intentHash": intent["intentHash"],
-        },
-    }
-
-
-def encode(call: McpCall, request_id: int | None = None) -> tuple[dict[str, str], bytes]:
-    """Headers and body of ``call`` as the SDK client sends them (minus the client timestamp)."""
-    meta = {
-        mcp_types.PROTOCOL_VERSION_META_KEY: SUPPORTED_PROTOCOL_VERSION,
-        mcp_types.CLIENT_INFO_META_KEY: {"name": "expert-booking-loadgen", "version": "0.1.0"},
-        mcp_types.CLIENT_CAPABILITIES_META_KEY: {},
-    }
-    message = {
-        "jsonrpc": "2.0",
-        "id": next(_REQUEST_IDS) if request_id is None else request_id,
-        "method": call.method,
-        # _meta first: RawHttpClient stamps it by splicing the first '"_meta":{'.
-        "params": {"_meta": meta, **call.params},
-    }
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": SUPPORTED_PROTOCOL_VERSION,
-        "mcp-method": call.method,
-    }
-    if call.name is not None:
-        headers["mcp-name"] = call.name
-    return headers, json.dumps(message, separators=(",", ":")).encode()
 
 
 def make_http_client(

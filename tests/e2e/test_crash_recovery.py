@@ -25,15 +25,8 @@ from expert_booking.testing.payment_stub import PaymentStub
 from expert_booking.testing.server_process import ServerProcess
 from harness.bench_db import bench_slot_id, create_bench_db
 from harness.clock import read_offset, write_offset
-from harness.loadgen import (
-    McpCall,
-    Reply,
-    confirm_arguments,
-    hold_arguments,
-    logical,
-    make_http_client,
-    send,
-)
+from harness.loadgen import Reply, make_http_client, send
+from harness.mcp_calls import McpCall, confirm_arguments, hold_arguments, logical
 from harness.serve_controlled import controlled_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.slow]

@@ -20,15 +20,8 @@ import pytest
 
 from expert_booking.testing.payment_stub import PaymentStub
 from expert_booking.testing.server_process import ServerProcess
-from harness.loadgen import (
-    McpCall,
-    Reply,
-    confirm_arguments,
-    hold_arguments,
-    logical,
-    make_http_client,
-    send,
-)
+from harness.loadgen import Reply, make_http_client, send
+from harness.mcp_calls import McpCall, confirm_arguments, hold_arguments, logical
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

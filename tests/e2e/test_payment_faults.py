@@ -24,7 +24,7 @@ from expert_booking.client import open_client
 from expert_booking.testing.payment_stub import PaymentStub, RecordedRequest
 from expert_booking.testing.server_process import ServerProcess
 from harness.clock import read_offset, write_offset
-from harness.loadgen import confirm_arguments, hold_arguments
+from harness.mcp_calls import confirm_arguments, hold_arguments
 from harness.serve_controlled import controlled_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -27,7 +27,7 @@ from expert_booking.bootstrap import build_asgi_app
 from expert_booking.client import open_client
 from expert_booking.settings import Settings
 from harness.inprocess import inprocess_app
-from harness.loadgen import confirm_arguments, hold_arguments
+from harness.mcp_calls import confirm_arguments, hold_arguments
 
 pytestmark = pytest.mark.anyio
 
