@@ -136,6 +136,18 @@ QUICK = Plan(
 )
 
 
+# Slots one round of a full run takes at most: holds (warm-up, c=1, c=16) at up to ~1,000 per
+# second of window, plus the confirms' holds. Measured here: ~4,700 per round with 2 s windows.
+_HOLDS_PER_WINDOW_SECOND = 1_000
+
+
+def slots_needed(plan: Plan) -> int:
+    """Extra bench slots that ``plan`` can use up (a run stops with an error past them)."""
+    holds = (plan.warmup_s + 2 * plan.window_s) * _HOLDS_PER_WINDOW_SECOND
+    confirms = sum(plan.confirm_batch.values()) * 1.1  # + their warm-up batches
+    return int(plan.rounds * (holds + confirms))
+
+
 @dataclass
 class Bench:
     """The servers, clients and shared state of one run."""
@@ -414,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="JSON report path")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 1)")
     parser.add_argument("--window", type=float, help="seconds per measurement (default 2)")
-    parser.add_argument("--slots", type=int, help="extra bench slots (default 40000)")
+    parser.add_argument(
+        "--slots", type=int, help="extra bench slots (default: what the rounds can use up)"
+    )
     parser.add_argument(
         "--engine",
         choices=("raw", "httpx2"),
@@ -461,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = dataclasses.replace(plan, window_s=args.window)
     if args.slots:
         plan = dataclasses.replace(plan, slots=args.slots)
+    else:  # every measured hold takes a slot: enough for the rounds and windows asked for
+        plan = dataclasses.replace(plan, slots=max(plan.slots, slots_needed(plan)))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
     report = asyncio.run(run(plan, args.engine, configs))
