@@ -168,21 +168,28 @@ class ActionObserver:
         explicitly, and skipping the context switch keeps the no-exporter path cheap.
         """
         started = time.perf_counter()
-        if not self._spans:
-            untraced = Action(
-                name=name,
-                trace_id=trace_id,
-                span_id=new_span_id(),
-                operation_id=str(uuid.uuid4()),
-                parent_span_id=parent.span_id if parent is not None else None,
-                caller=caller,
-            )
-            return ActionScope(self, untraced, None, started)
-        if parent is not None and parent.span is not None:
-            parent_span: trace.Span = parent.span
-        else:
-            parent_span = NonRecordingSpan(_remote_parent(trace_id))
-        span = self._tracer.start_span(
+        span: trace.Span | None = None
+        own: SpanContext | None = None
+        if self._spans:
+            parent_span = _parent_span(parent, trace_id)
+            span = self._start_span(name, parent_span)
+            own = span.get_span_context()
+            # A no-op tracer hands back the parent's context: then the ids are made here.
+            if not own.is_valid or own.span_id == parent_span.get_span_context().span_id:
+                own = None
+        current = Action(
+            name=name,
+            trace_id=format(own.trace_id, "032x") if own is not None else trace_id,
+            span_id=format(own.span_id, "016x") if own is not None else new_span_id(),
+            operation_id=str(uuid.uuid4()),
+            parent_span_id=parent.span_id if parent is not None else None,
+            caller=caller,
+            span=span,
+        )
+        return ActionScope(self, current, span, started)
+
+    def _start_span(self, name: str, parent_span: trace.Span) -> trace.Span:
+        return self._tracer.start_span(
             name,
             context=trace.set_span_in_context(parent_span),
             kind=SpanKind.INTERNAL,
@@ -190,19 +197,6 @@ class ActionObserver:
             record_exception=False,
             set_status_on_exception=False,
         )
-        own = span.get_span_context()
-        # A no-op tracer hands back the parent's context: then the ids are made here.
-        from_sdk = own.is_valid and own.span_id != parent_span.get_span_context().span_id
-        current = Action(
-            name=name,
-            trace_id=format(own.trace_id, "032x") if from_sdk else trace_id,
-            span_id=format(own.span_id, "016x") if from_sdk else new_span_id(),
-            operation_id=str(uuid.uuid4()),
-            parent_span_id=parent.span_id if parent is not None else None,
-            caller=caller,
-            span=span,
-        )
-        return ActionScope(self, current, span, started)
 
     def finish(self, action: Action, span: trace.Span | None, started: float) -> None:
         """End ``action``'s span, if any, and write its log line (``ActionScope`` calls this)."""
@@ -352,6 +346,13 @@ def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> Js
     root.propagate = False
     action_logger.propagate = True  # to the handler above: one line per action, not two
     return handler
+
+
+def _parent_span(parent: Action | None, trace_id: str) -> trace.Span:
+    """``parent``'s span, or the caller's request as a remote span on the derived trace."""
+    if parent is not None and parent.span is not None:
+        return parent.span
+    return NonRecordingSpan(_remote_parent(trace_id))
 
 
 def _remote_parent(trace_id: str) -> SpanContext:
