@@ -150,6 +150,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         settings = Settings.from_env().with_overrides(
             host=args.host, port=args.port, db_path=args.db
         )
+        settings.check_serving()
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
         app = build_asgi_app(settings, action_lines=log_handler)
