@@ -223,8 +223,11 @@ def _auth_algorithms(raw: str) -> tuple[str, ...]:
     return algorithms
 
 
-def _https_or_loopback_url(raw: str) -> str:
+def https_or_loopback_url(raw: str) -> str:
     """An absolute URL without fragment; ``http`` only on a loopback host (tests, a local AS).
+
+    Raises:
+        ValueError: anything else.
 
     Kept exactly as written (no trailing-slash trimming): an issuer and a resource URI are
     compared with the token's ``iss`` and ``aud`` character for character.
@@ -283,9 +286,9 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "ALLOWED_ORIGINS": ("allowed_origins", _csv),
     "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _positive_int),
     "AUTH_MODE": ("auth_mode", _auth_mode),
-    "AUTH_ISSUER": ("auth_issuer", _https_or_loopback_url),
-    "AUTH_JWKS_URL": ("auth_jwks_url", _https_or_loopback_url),
-    "AUTH_RESOURCE": ("auth_resource", _https_or_loopback_url),
+    "AUTH_ISSUER": ("auth_issuer", https_or_loopback_url),
+    "AUTH_JWKS_URL": ("auth_jwks_url", https_or_loopback_url),
+    "AUTH_RESOURCE": ("auth_resource", https_or_loopback_url),
     "AUTH_ALGORITHMS": ("auth_algorithms", _auth_algorithms),
     "AUTH_LEEWAY_SECONDS": ("auth_leeway_seconds", _non_negative_int),
     "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", _positive_int),
