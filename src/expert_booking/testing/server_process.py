@@ -18,7 +18,9 @@ from types import TracebackType
 from typing import IO, Any, Final, Self
 
 READY_LINE: Final = re.compile(r"MCP endpoint: (?P<url>http://\S+/mcp)")
-DEFAULT_START_SECONDS: Final = 20.0
+DEFAULT_START_SECONDS: Final = 60.0
+"""A deadline for the ready line, not a target (cold start is measured by ``nox -s bench``): on
+the shared 2-core machine at a load of 10, one start took 10-16 s and two at once over 20 s."""
 DEFAULT_STOP_SECONDS: Final = 15.0
 SERVE_COMMAND: Final = (sys.executable, "-m", "expert_booking", "serve")
 _PR_SET_PDEATHSIG: Final = 1
