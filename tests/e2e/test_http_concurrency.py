@@ -31,7 +31,10 @@ CONFIRMERS = 100
 
 @pytest.fixture(scope="module")
 def server(stub: PaymentStub) -> Iterator[ServerProcess]:
-    with ServerProcess(env={**os.environ, "PAYMENT_QUERY_BASE_URL": stub.base_url}) as running:
+    """Payment queries get 30 s: 100 of them at once on a loaded shared box took over the 3 s
+    default (PAYMENT_UNAVAILABLE), and these tests are about races, not payment timeouts."""
+    env = {**os.environ, "PAYMENT_QUERY_BASE_URL": stub.base_url, "PAYMENT_TIMEOUT_SECONDS": "30"}
+    with ServerProcess(env=env) as running:
         yield running
     assert running.returncode is not None
 
