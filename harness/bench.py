@@ -38,7 +38,8 @@ What runs (docs/perf-floor.md is the method):
   the first ``tools/list`` answer, with warm bytecode (one unmeasured spawn first).
   Peak RSS: ``VmHWM`` of each server at the end.
 * Context bytes: the bytes of ``tools/list`` and the bytes a model must read to make one booking
-  (defined in ``booking_bytes``), measured through the official stamping transport.
+  (defined in ``booking_bytes``), measured through the official stamping transport and checked
+  against the committed ``harness/context-budget.json`` (the default ``nox`` enforces it too).
 
 The JSON report goes to ``--out`` (default ``bench-results/report-<UTC time>.json``).
 """
@@ -65,7 +66,7 @@ from typing import Any
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
 from harness.bench_cold_start import cold_start
-from harness.bench_context import booking_bytes
+from harness.bench_context import ContextBudget, booking_bytes, budget_problems
 from harness.bench_db import BENCH_PRICE, bench_slot_id, create_bench_db
 from harness.bench_report import Row, print_table, summarize
 from harness.bench_servers import (
@@ -399,6 +400,7 @@ async def run(
             elapsed = time.perf_counter() - started
             async with make_http_client(connections=1) as official:
                 context = await booking_bytes(official, urls["real"], stub)
+            context["budget_problems"] = budget_problems(context, ContextBudget.load())
             rss = {name: peak_rss_kib(server.pid) for name, server in servers.items()}
         cold = await asyncio.to_thread(cold_start, plan.spawns, env, pin=pin)
     table = summarize(rows)

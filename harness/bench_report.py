@@ -168,6 +168,8 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
         f"{size['one_booking_model_bytes']} B model-visible in {len(size['steps'])} steps "
         f"({size['one_booking_wire_bytes']} B on the wire)"
     )
+    problems = size.get("budget_problems") or []
+    print(f"context budget (harness/context-budget.json): {'; '.join(problems) or 'PASS'}")
     print(f"placement: {extra['placement']}")
 
 
