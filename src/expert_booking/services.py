@@ -26,8 +26,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from expert_booking.call_context import CallContext
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import (
     BookingError,
@@ -58,16 +59,19 @@ from expert_booking.ports import (
     PaymentQueryPort,
     SlotQuery,
     SlotSearchResult,
-    TraceContext,
     Transaction,
 )
 from expert_booking.slot_cache import SlotSearchCache
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 logger = logging.getLogger("expert_booking.services")
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+# Namespaces of the stored idempotency records (their values are on disk: never rename them).
 HOLD_SCOPE = "booking.hold_slot"
 CONFIRM_SCOPE = "booking.confirm_booking"
 
@@ -113,13 +117,18 @@ class ConfirmBooking:
     human_approval: HumanApproval | None
 
 
+@dataclass(frozen=True, slots=True)
+class GetBooking:
+    booking_id: str
+
+
 def new_booking_id() -> str:
     """Unguessable booking id (128 random bits); it doubles as the payment query id."""
     return f"booking-{secrets.token_hex(16)}"
 
 
 class BookingService:
-    """The booking core behind the four logical tools."""
+    """The booking core: one use case per logical tool, each ``(command, context)``."""
 
     def __init__(
         self,
@@ -135,7 +144,7 @@ class BookingService:
         self._policy = policy
         self._cache: SlotSearchCache[SlotPage] = SlotSearchCache()
 
-    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+    async def search_available_slots(self, command: SearchSlots, _context: CallContext) -> SlotPage:
         """Free slots matching the query, ordered by start time, one page at a time.
 
         Raises:
@@ -193,7 +202,7 @@ class BookingService:
         self._after_write(released=released, changed=False)
         return found, now
 
-    async def hold_slot(self, command: HoldSlot) -> Booking:
+    async def hold_slot(self, command: HoldSlot, _context: CallContext) -> Booking:
         """Hold a free slot for ``hold_ttl``; the result carries the confirmation intent.
 
         Raises:
@@ -217,7 +226,7 @@ class BookingService:
         self._after_write(released=released, changed=isinstance(outcome, Booking))
         return _unwrap(outcome)
 
-    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
+    async def confirm_booking(self, command: ConfirmBooking, context: CallContext) -> Booking:
         """Confirm a held booking after human approval and a matching PAID payment.
 
         Raises:
@@ -235,7 +244,7 @@ class BookingService:
             return _unwrap(outcome)
 
         # Outside any transaction: a slow payment service never holds the store lock.
-        answer = await self._payments.query_payment(command.booking_id, trace)
+        answer = await self._payments.query_payment(command.booking_id, context.trace)
 
         def settle(
             tx: Transaction, command: ConfirmBooking, now: datetime
@@ -250,12 +259,13 @@ class BookingService:
             settled = payment_refusal(settled) or settled
         return _unwrap(settled)
 
-    async def get_booking(self, booking_id: str) -> Booking:
+    async def get_booking(self, command: GetBooking, _context: CallContext) -> Booking:
         """The booking as it is now (overdue holds released first).
 
         Raises:
             BookingNotFoundError: no booking has this id.
         """
+        booking_id = command.booking_id
         booking = await self._store.peek_booking(booking_id)
         # Judged after the read: a hold not overdue now was not overdue in the snapshot either.
         if booking is not None and _overdue_hold(booking, self._clock.now()):
@@ -473,7 +483,7 @@ def _optional_instant(value: datetime | None) -> str | None:
     return None if value is None else format_instant(value)
 
 
-def _fingerprint(command: HoldSlot | ConfirmBooking) -> str:
+def _fingerprint(command: DataclassInstance) -> str:
     """Digest of a command's arguments; equal arguments give equal fingerprints."""
     doc = dataclasses.asdict(command)
     doc.pop("idempotency_key")
