@@ -268,7 +268,7 @@ class BookingService:
         booking_id = command.booking_id
         booking = await self._store.peek_booking(booking_id)
         # Judged after the read: a hold not overdue now was not overdue in the snapshot either.
-        if booking is not None and _overdue_hold(booking, self._clock.now()):
+        if booking is not None and booking.is_overdue(self._clock.now()):
 
             def work(tx: Transaction) -> tuple[Booking | None, int]:
                 released = tx.release_overdue(self._clock.now())
@@ -451,10 +451,6 @@ def _replay_outcome(
 def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
     """Whether some HELD booking is overdue at ``now`` (so a release must run first)."""
     return next_hold_expiry is not None and next_hold_expiry <= now
-
-
-def _overdue_hold(booking: Booking, now: datetime) -> bool:
-    return booking.status is BookingStatus.HELD and booking.expires_at <= now
 
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:

@@ -1,15 +1,19 @@
-"""BookingService on a real SQLite store with a settable clock and a scripted payment service.
+"""BookingService with a settable clock and a scripted payment service, on every store engine.
 
-The first five tests are the seed's most important scenarios (spec, 最重要的测试场景 1-5).
+Each test runs on the real SQLite store and on the in-memory fake of the store port
+(``tests/memory_store.py``), except the tests that inspect or lock the SQLite file itself
+(they take ``db_path``). The first five tests are the seed's most important scenarios (spec,
+最重要的测试场景 1-5).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -28,7 +32,7 @@ from expert_booking.domain.model import (
     HumanApproval,
     PaymentStatus,
 )
-from expert_booking.ports import SlotQuery
+from expert_booking.ports import BookingStore, SlotQuery
 from expert_booking.services import (
     BookingPolicy,
     BookingService,
@@ -49,6 +53,7 @@ from tests.fakes import (
     approval,
     transaction_held_open,
 )
+from tests.memory_store import MemoryBookingStore
 
 pytestmark = pytest.mark.anyio
 
@@ -59,6 +64,29 @@ POLICY = BookingPolicy(
     slot_cache_ttl=timedelta(seconds=5),
     payment_page_base_url="http://127.0.0.1:3100/pay",
 )
+
+
+ENGINES = ("sqlite", "memory")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test on a store runs on each engine; one that reads the SQLite file on SQLite only."""
+    if "store" not in metafunc.fixturenames:
+        return
+    own = inspect.signature(metafunc.function).parameters
+    metafunc.parametrize("store", ["sqlite"] if "db_path" in own else ENGINES, indirect=True)
+
+
+@pytest.fixture
+async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
+    if request.param == "memory":
+        yield MemoryBookingStore()
+        return
+    opened = await SqliteBookingStore.open(db_path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 @pytest.fixture
@@ -72,9 +100,7 @@ def payments() -> FakePayments:
 
 
 @pytest.fixture
-def service(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
-) -> BookingService:
+def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
     return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
@@ -502,7 +528,7 @@ async def test_an_overdue_hold_of_another_slot_is_released_before_a_search_answe
 
 
 async def test_reads_do_not_wait_for_this_process_s_write_transaction_nor_see_it(
-    service: BookingService, store: SqliteBookingStore
+    service: BookingService, store: BookingStore
 ) -> None:
     booking = await _hold(service)
     expired = replace(booking, status=BookingStatus.EXPIRED, version=2)
@@ -513,7 +539,7 @@ async def test_reads_do_not_wait_for_this_process_s_write_transaction_nor_see_it
 
 
 async def test_a_hold_whose_caller_was_cancelled_runs_whole_and_drops_the_slot_cache(
-    service: BookingService, store: SqliteBookingStore
+    service: BookingService, store: BookingStore
 ) -> None:
     assert not (await _search(service)).cache_hit
     assert (await _search(service)).cache_hit
@@ -583,7 +609,7 @@ async def test_an_approval_that_goes_stale_during_a_slow_payment_query_confirms_
 
 
 async def test_expiry_is_judged_by_the_time_the_store_was_acquired_not_requested(
-    service: BookingService, store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
+    service: BookingService, store: BookingStore, clock: MutableClock, payments: FakePayments
 ) -> None:
     booking = await _hold(service)
     payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
@@ -716,7 +742,7 @@ async def test_the_cache_expires_after_its_ttl(
 
 
 async def test_the_cache_never_serves_a_page_past_a_hold_expiry(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
+    store: BookingStore, clock: MutableClock, payments: FakePayments
 ) -> None:
     long_cache = replace(POLICY, slot_cache_ttl=timedelta(hours=1))
     service = BookingService(store=store, payments=payments, clock=clock, policy=long_cache)
@@ -750,7 +776,7 @@ async def test_a_confirmation_invalidates_the_cache(
 
 
 async def test_with_the_system_clock_a_stored_booking_reads_back_equal(
-    store: SqliteBookingStore, payments: FakePayments
+    store: BookingStore, payments: FakePayments
 ) -> None:
     """SystemClock has millisecond precision, the precision instants are stored with."""
     service = BookingService(store=store, payments=payments, clock=SystemClock(), policy=POLICY)

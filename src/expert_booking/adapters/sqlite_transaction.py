@@ -18,7 +18,6 @@ from expert_booking.adapters.sqlite_rows import (
 )
 from expert_booking.adapters.sqlite_sql import (
     GET_BOOKING,
-    GET_SLOT,
     HOLD_LOOKUP,
     INSERT_BOOKING,
     NEXT_HOLD_EXPIRY,
@@ -89,11 +88,6 @@ class SqliteTransaction:
             record = _record(scope, key, row)
         slot = slot_from_row(row) if row["slot_id"] is not None else None
         return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
-
-    def get_slot(self, slot_id: str) -> Slot | None:
-        """The slot with this id joined with its expert, or ``None``."""
-        rows = self._fetch(GET_SLOT, (slot_id,))
-        return slot_from_row(rows[0]) if rows else None
 
     def get_booking(self, booking_id: str) -> Booking | None:
         """The stored booking, or ``None``."""
