@@ -50,6 +50,7 @@ from expert_booking.domain.model import (
     PaymentStatus,
     Slot,
     format_instant,
+    format_optional_instant,
 )
 from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
 from expert_booking.ports import (
@@ -155,8 +156,8 @@ class BookingService:
             {
                 "text": query.text,
                 "specialty": query.specialty,
-                "startsAfter": _optional_instant(query.starts_after),
-                "startsBefore": _optional_instant(query.starts_before),
+                "startsAfter": format_optional_instant(query.starts_after),
+                "startsBefore": format_optional_instant(query.starts_before),
             }
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
@@ -473,10 +474,6 @@ def _unwrap(outcome: Booking | BookingError) -> Booking:
     if isinstance(outcome, BookingError):
         raise outcome
     return outcome
-
-
-def _optional_instant(value: datetime | None) -> str | None:
-    return None if value is None else format_instant(value)
 
 
 def _fingerprint(command: DataclassInstance) -> str:

@@ -472,3 +472,70 @@ async def test_the_one_active_booking_index_covers_exactly_the_active_statuses(
         ).fetchone()
     where = definition.partition("WHERE")[2]
     assert set(re.findall(r"'([A-Z_]+)'", where)) == {status.value for status in ACTIVE_STATUSES}
+
+
+# An idempotency record as versions 1-2 of the schema stored it (a camelCase snapshot).
+_VERSION_2_RECORD = json.dumps(
+    {
+        "bookingId": "booking-x",
+        "slotId": "slot-ai-001",
+        "expertId": "exp-ai-001",
+        "startsAt": "2030-09-02T02:00:00.000Z",
+        "endsAt": "2030-09-02T03:00:00.000Z",
+        "customer": {"name": "李雷", "email": "li@Example.cn", "phone": "+86 10"},
+        "status": "CONFIRMED",
+        "version": 2,
+        "heldAt": "2030-09-01T00:00:00.000Z",
+        "expiresAt": "2030-09-01T00:05:00.000Z",
+        "confirmedAt": "2030-09-01T00:01:01.000Z",
+        "paymentPageUrl": "http://127.0.0.1:3100/pay/booking-x",
+        "payment": {
+            "queryId": "booking-x",
+            "status": "PAID",
+            "amount": "500.00",
+            "currency": "CNY",
+            "paidAt": "2030-09-01T00:00:59.000Z",
+        },
+    },
+    ensure_ascii=False,
+    separators=(",", ":"),
+)
+
+
+async def test_migration_3_rewrites_version_2_idempotency_records_to_the_column_form(
+    db_path: Path,
+) -> None:
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    held = make_booking("booking-held")
+    with _raw(db_path) as connection:
+        connection.execute(
+            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
+            "VALUES ('booking.confirm_booking', 'old', 'fp', ?, NULL), "
+            "('booking.hold_slot', 'new', 'fp', ?, NULL)",
+            (_VERSION_2_RECORD, booking_to_json(held)),
+        )
+        connection.execute("DELETE FROM schema_migrations WHERE version = 3")
+    store = await SqliteBookingStore.open(db_path)
+    try:
+        old, new = await store.run(
+            lambda tx: (
+                tx.get_idempotency("booking.confirm_booking", "old"),
+                tx.get_idempotency("booking.hold_slot", "new"),
+            )
+        )
+    finally:
+        await store.close()
+    expected = make_booking(
+        customer=Customer(name="李雷", email="li@Example.cn", phone="+86 10"),
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=61),
+        payment=Payment(
+            "booking-x", PaymentStatus.PAID, Money("500.00", "CNY"), T0 + timedelta(seconds=59)
+        ),
+    )
+    assert old is not None
+    assert old.booking == expected
+    assert new is not None
+    assert new.booking == held

@@ -6,8 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS, optional_text
-from expert_booking.domain.model import ACTIVE_STATUSES, format_instant
+from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS
+from expert_booking.domain.model import ACTIVE_STATUSES, format_instant, format_optional_instant
 from expert_booking.ports import SlotQuery
 
 SQLITE_MAX_INTEGER = 2**63 - 1
@@ -90,8 +90,8 @@ def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> d
     """
     return {
         "now": format_instant(now),
-        "starts_after": optional_text(query.starts_after),
-        "starts_before": optional_text(query.starts_before),
+        "starts_after": format_optional_instant(query.starts_after),
+        "starts_before": format_optional_instant(query.starts_before),
         "specialty": None if query.specialty is None else query.specialty.casefold(),
         "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
