@@ -148,12 +148,12 @@ class MemoryTransaction:
     def update_booking(self, booking: Booking, expected_version: int) -> None:
         stored = self._bookings().get(booking.booking_id)
         if stored is None:
-            raise BookingNotFoundError(bookingId=booking.booking_id)
+            raise BookingNotFoundError(booking_id=booking.booking_id)
         if stored.version != expected_version:
             raise VersionConflictError(
-                bookingId=booking.booking_id,
-                expectedVersion=expected_version,
-                currentVersion=stored.version,
+                booking_id=booking.booking_id,
+                expected_version=expected_version,
+                current_version=stored.version,
             )
         self._check_free(booking)
         self.state.bookings[booking.booking_id] = booking
@@ -175,7 +175,7 @@ class MemoryTransaction:
             and other.status in ACTIVE_STATUSES
             for other in self._bookings().values()
         ):
-            raise SlotUnavailableError(slotId=booking.slot_id)
+            raise SlotUnavailableError(slot_id=booking.slot_id)
 
     def _bookings(self) -> dict[str, Booking]:
         self._check_open()

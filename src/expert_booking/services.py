@@ -278,7 +278,7 @@ class BookingService:
             booking, released = await self._run(work)
             self._after_write(released=released, changed=False)
         if booking is None:
-            raise BookingNotFoundError(bookingId=booking_id)
+            raise BookingNotFoundError(booking_id=booking_id)
         return booking
 
     def _hold(
@@ -290,9 +290,9 @@ class BookingService:
         now: datetime,
     ) -> Booking | BookingError:
         if slot is None:
-            return SlotNotFoundError(slotId=command.slot_id)
+            return SlotNotFoundError(slot_id=command.slot_id)
         if slot.starts_at <= now:
-            return SlotUnavailableError("The slot has already started.", slotId=slot.slot_id)
+            return SlotUnavailableError("The slot has already started.", slot_id=slot.slot_id)
         booking_id = new_booking_id()
         booking = Booking(
             booking_id=booking_id,
@@ -336,7 +336,7 @@ class BookingService:
         """
         current = tx.get_booking(command.booking_id)
         if current is None:
-            return BookingNotFoundError(bookingId=command.booking_id)
+            return BookingNotFoundError(booking_id=command.booking_id)
         if current.status is BookingStatus.EXPIRED and answer.status is PaymentStatus.PAID:
             logger.warning(
                 "reconciliation needed: booking %s was paid after its hold expired",
@@ -404,7 +404,7 @@ class BookingService:
     ) -> BookingError | None:
         booking = tx.get_booking(command.booking_id)
         if booking is None:
-            return BookingNotFoundError(bookingId=command.booking_id)
+            return BookingNotFoundError(booking_id=command.booking_id)
         return _confirmable(booking, command.expected_version) or self._approval_refusal(
             command, booking, now
         )
@@ -443,10 +443,12 @@ def _replay_outcome(
     if record is None:
         return None
     if record.fingerprint != fingerprint:
-        return IdempotencyConflictError(idempotencyKey=key)
+        return IdempotencyConflictError(idempotency_key=key)
     if record.error_code is None:
         return record.booking
-    return payment_refusal(record.booking) or InvalidStateError(bookingId=record.booking.booking_id)
+    return payment_refusal(record.booking) or InvalidStateError(
+        booking_id=record.booking.booking_id
+    )
 
 
 def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
@@ -456,16 +458,16 @@ def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:
     if booking.status is BookingStatus.EXPIRED:
-        return BookingExpiredError(bookingId=booking.booking_id, booking=booking)
+        return BookingExpiredError(booking_id=booking.booking_id, booking=booking)
     if booking.version != expected_version:
         return VersionConflictError(
-            bookingId=booking.booking_id,
-            expectedVersion=expected_version,
-            currentVersion=booking.version,
+            booking_id=booking.booking_id,
+            expected_version=expected_version,
+            current_version=booking.version,
         )
     if booking.status is not BookingStatus.HELD:
         return InvalidStateError(
-            bookingId=booking.booking_id, status=booking.status.value, booking=booking
+            booking_id=booking.booking_id, status=booking.status.value, booking=booking
         )
     return None
 

@@ -358,7 +358,7 @@ async def test_confirming_with_another_expected_version_is_version_conflict(
     command = _confirm(booking, approval(booking, clock.now()), expected_version=2)
     refused = await _refusal(service.confirm_booking(command, CONTEXT))
     assert refused.code == "VERSION_CONFLICT"
-    assert refused.details["currentVersion"] == 1
+    assert refused.details["current_version"] == 1
     assert payments.calls == []
 
 

@@ -133,7 +133,7 @@ async def test_an_update_with_a_stale_version_is_a_version_conflict(store: Booki
     with pytest.raises(BookingError) as excinfo:
         await store.run(lambda tx: tx.update_booking(replace(booking, version=3), 2))
     assert excinfo.value.code == "VERSION_CONFLICT"
-    assert excinfo.value.details["currentVersion"] == 1
+    assert excinfo.value.details["current_version"] == 1
     assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
 
 

@@ -27,6 +27,7 @@ from expert_booking.domain.model import (
 )
 from expert_booking.edge import tool_registry, wire
 from expert_booking.edge.envelope import build_meta, failure, guarded, success, to_call_result
+from expert_booking.edge.error_texts import recovery_of
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_META,
@@ -75,7 +76,7 @@ def test_failure_envelope_carries_code_retry_rule_details_and_recovery() -> None
         "message": "Payment has not completed; the booking remains held until expiresAt.",
         "retryable": True,
         "details": {"bookingId": "booking-x"},
-        "recovery": {"action": PaymentPendingError().recovery},
+        "recovery": {"action": recovery_of(PaymentPendingError())},
     }
     assert_valid("envelope", envelope)
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
-from expert_booking.domain.errors import ERROR_CATALOG
+from expert_booking.domain.errors import ErrorCode, PaymentPendingError
 from expert_booking.domain.model import BookingStatus, Intent, PaymentStatus
+from expert_booking.edge.error_texts import ERROR_TEXTS
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS
 from harness.contract import drift, major_version, walk
 from harness.schema_breaking import breaking_changes
@@ -241,7 +242,7 @@ def test_shared_defs_are_identical_in_every_document_that_repeats_them():
 
 
 def test_error_schema_lists_every_code_of_the_error_catalog():
-    assert DOCUMENTS["error"]["properties"]["code"]["enum"] == list(ERROR_CATALOG)
+    assert DOCUMENTS["error"]["properties"]["code"]["enum"] == list(ErrorCode)
 
 
 def _enums_at(property_name: str) -> list[tuple[str, str, list[Any]]]:
@@ -279,7 +280,7 @@ def test_every_error_code_enum_of_the_schemas_is_the_error_catalog():
     codes = _enums_at("code")
     assert {stem for stem, _, _ in codes} >= {"error", "envelope"}
     for stem, pointer, enum in codes:
-        assert enum == list(ERROR_CATALOG), (stem, pointer)
+        assert enum == list(ErrorCode), (stem, pointer)
 
 
 def test_booking_snapshot_requires_every_field():
@@ -469,13 +470,13 @@ def test_confirmed_booking_snapshot_has_no_confirmation_intent_and_validates():
 
 def test_success_and_error_envelopes_validate_and_a_mixed_one_does_not():
     success = {"ok": True, "data": _snapshot(), "meta": _meta()}
-    spec = ERROR_CATALOG["PAYMENT_PENDING"]
+    text = ERROR_TEXTS[ErrorCode.PAYMENT_PENDING]
     error = {
         "code": "PAYMENT_PENDING",
         "message": "Payment has not completed; the booking remains held until expiresAt.",
-        "retryable": spec.retryable,
+        "retryable": PaymentPendingError.retryable,
         "details": {"bookingId": "booking-1"},
-        "recovery": {"action": spec.recovery},
+        "recovery": {"action": text.recovery},
     }
     failure = {"ok": False, "error": error, "meta": _meta()}
     assert _validator("envelope").is_valid(success)

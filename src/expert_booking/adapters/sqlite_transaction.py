@@ -121,11 +121,11 @@ class SqliteTransaction:
             "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
         )
         if not rows:
-            raise BookingNotFoundError(bookingId=booking.booking_id)
+            raise BookingNotFoundError(booking_id=booking.booking_id)
         raise VersionConflictError(
-            bookingId=booking.booking_id,
-            expectedVersion=expected_version,
-            currentVersion=rows[0]["version"],
+            booking_id=booking.booking_id,
+            expected_version=expected_version,
+            current_version=rows[0]["version"],
         )
 
     def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
@@ -170,7 +170,7 @@ class SqliteTransaction:
             return self.connection.execute(sql, params).rowcount
         except sqlite3.IntegrityError as exc:
             if slot_id is not None and "bookings.slot_id" in str(exc):
-                raise SlotUnavailableError(slotId=slot_id) from exc
+                raise SlotUnavailableError(slot_id=slot_id) from exc
             raise translate_error(exc) from exc
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
