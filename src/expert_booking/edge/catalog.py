@@ -204,13 +204,17 @@ class ToolCatalog:
     ``MEMO_QUERY_LIMIT`` characters is never kept, so one entry stays small.
     """
 
-    def __init__(self, registry: SchemaRegistry, *, memo_size: int = 1024) -> None:
-        self.entries = {
-            tool.name: _entry(tool, registry[tool.input_schema]) for tool in LOGICAL_TOOLS
-        }
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        *,
+        memo_size: int = 1024,
+        tools: tuple[LogicalTool[Any, Any], ...] = LOGICAL_TOOLS,
+    ) -> None:
+        self.entries = {tool.name: _entry(tool, registry[tool.input_schema]) for tool in tools}
         self._by_uri = {entry.uri: entry for entry in self.entries.values()}
         self._index = _Bm25fIndex(
-            {tool.name: _fields(self.entries[tool.name], tool) for tool in LOGICAL_TOOLS}
+            {tool.name: _fields(self.entries[tool.name], tool) for tool in tools}
         )
         self._memo: dict[Hashable, Mapping[str, Any]] = {}
         self._memo_size = memo_size

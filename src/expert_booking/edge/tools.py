@@ -53,14 +53,13 @@ class ToolDispatcher:
         catalog: ToolCatalog,
         registry: SchemaRegistry,
         observer: ActionObserver,
+        tools: tuple[LogicalTool[Any, Any], ...] = LOGICAL_TOOLS,
     ) -> None:
         self._service = service
         self._catalog = catalog
         self._observer = observer
         self.inputs = {name: registry[input_stem(name)] for name in MCP_TOOLS}
-        self.logical = {
-            tool.name: Routed(tool, registry[tool.input_schema]) for tool in LOGICAL_TOOLS
-        }
+        self.logical = {tool.name: Routed(tool, registry[tool.input_schema]) for tool in tools}
 
     async def run(
         self, tool: str, args: Mapping[str, Any], action: Action, context: CallContext
