@@ -61,11 +61,12 @@ def run_admin(args: argparse.Namespace) -> int:
 
 
 async def _tools(args: argparse.Namespace, settings: Settings) -> int:
-    from expert_booking.edge.catalog import LOGICAL_TOOLS  # noqa: PLC0415 - the registry's, later
-    from expert_booking.edge.tools import MCP_TOOLS  # noqa: PLC0415 - likewise
+    # Imported here: the registry pulls in the whole edge, which serve needs and admin barely.
+    from expert_booking.edge.tool_registry import LOGICAL_NAMES  # noqa: PLC0415
+    from expert_booking.edge.tools import MCP_TOOLS  # noqa: PLC0415
 
     if args.admin_action in {"disable", "enable"}:
-        check_switchable(args.name, logical=LOGICAL_TOOLS, catalog=MCP_TOOLS)
+        check_switchable(args.name, logical=LOGICAL_NAMES, catalog=MCP_TOOLS)
     reason = clean_reason(args.reason) if args.admin_action == "disable" else ""
     store = await SqliteBookingStore.open(
         settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 
 import pytest
 
 from expert_booking.access.caller import Caller, resolve_caller
+from expert_booking.call_context import LOCAL, Principal
 
 PROXIES = (ipaddress.ip_network("10.0.0.0/24"), ipaddress.ip_network("2001:db8::/64"))
-
-
-@dataclass(frozen=True)
-class Principal:
-    issuer: str | None
-    subject: str
 
 
 def resolve(
@@ -98,7 +92,7 @@ def test_a_peer_that_is_not_an_ip_address_is_kept_as_given(peer: str | None, add
 
 def test_keys_are_unique_per_caller_and_never_collide_across_kinds() -> None:
     keys = {
-        resolve(None, principal=Principal(None, "local")).key,
+        resolve(None, principal=LOCAL).key,
         resolve(None, principal=Principal("https://a.example", "local")).key,
         resolve(None, principal=Principal("https://a.example", "x")).key,
         resolve("127.0.0.1").key,

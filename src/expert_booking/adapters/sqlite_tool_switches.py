@@ -1,4 +1,4 @@
-"""``ToolSwitchStore`` on the SQLite file the servers share (tables of migration 3).
+"""``ToolSwitchStore`` on the SQLite file the servers share (tables of migration 4).
 
 Each operation opens its own short-lived stdlib connection on a worker thread
 (``asyncio.to_thread``): the state is read twice a second per process and written by an

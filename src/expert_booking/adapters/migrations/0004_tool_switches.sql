@@ -1,4 +1,4 @@
--- Version 3: per-tool kill switches (`expert-booking-mcp admin tools ...`).
+-- Version 4: per-tool kill switches (`expert-booking-mcp admin tools ...`).
 -- A row per disabled logical tool; `tool_switch_version` grows by one with every change, so each
 -- server process polls one integer and reloads the rows only when it moved.
 
