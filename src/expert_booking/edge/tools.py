@@ -162,7 +162,7 @@ async def _run_logical(tool: LogicalTool, arguments: Any, action: Action) -> Too
 
 
 def _check(document: SchemaDocument, instance: Any, *, opaque: tuple[str, ...] = ()) -> None:
-    violations = validate_arguments(document.validator, instance, opaque=opaque)
+    violations = validate_arguments(document.validator, instance, fast=document.fast, opaque=opaque)
     if violations:
         raise InvalidArgumentsError(violations=violations)
 
