@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 import httpx
@@ -134,18 +134,17 @@ def build_asgi_app(
 
     @asynccontextmanager
     async def resources(_app: Litestar) -> AsyncIterator[None]:
-        opened = await SqliteBookingStore.open(
-            settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
-        )
-        store.bind(opened)
-        try:
-            await tool_switches.start()  # after the store opened: it migrated the tables
-            yield
-        finally:
-            await tool_switches.stop()
-            await opened.close()
-            await payments_http.aclose()
+        async with AsyncExitStack() as closing:  # each close runs even if a later one raises
             if tracer_provider is not None:
-                tracer_provider.shutdown()
+                closing.callback(tracer_provider.shutdown)
+            closing.push_async_callback(payments_http.aclose)
+            opened = await SqliteBookingStore.open(
+                settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
+            )
+            closing.push_async_callback(opened.close)
+            store.bind(opened)
+            await tool_switches.start()  # after the store opened: it migrated the tables
+            closing.push_async_callback(tool_switches.stop)
+            yield
 
     return create_app(mcp_server=mcp_server, settings=settings, clock=clock, lifespans=[resources])

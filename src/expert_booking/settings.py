@@ -174,6 +174,17 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
+MAX_AUTH_LEEWAY_SECONDS = 300
+
+
+def _auth_leeway(raw: str) -> int:
+    """Seconds of clock leeway for ``exp``/``nbf``: small, or expired tokens stay valid."""
+    value = _non_negative_int(raw)
+    if value > MAX_AUTH_LEEWAY_SECONDS:
+        raise ValueError(f"must be at most {MAX_AUTH_LEEWAY_SECONDS} seconds")
+    return value
+
+
 def parse_port(raw: str) -> int:
     """A TCP port number, 0 (any free port) to 65535; for ``PORT`` and ``--port``.
 
@@ -295,7 +306,7 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "AUTH_JWKS_URL": ("auth_jwks_url", https_or_loopback_url),
     "AUTH_RESOURCE": ("auth_resource", https_or_loopback_url),
     "AUTH_ALGORITHMS": ("auth_algorithms", _auth_algorithms),
-    "AUTH_LEEWAY_SECONDS": ("auth_leeway_seconds", _non_negative_int),
+    "AUTH_LEEWAY_SECONDS": ("auth_leeway_seconds", _auth_leeway),
     "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", _positive_int),
     "QUOTA_GLOBAL_PER_MINUTE": ("quota_global_per_minute", _positive_int),
     "TRUSTED_PROXIES": ("trusted_proxies", _networks),

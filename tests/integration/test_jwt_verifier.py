@@ -377,3 +377,17 @@ async def test_a_rotated_key_is_fetched_once_its_kid_appears(http: httpx.AsyncCl
         monotonic.now += 10
         assert (await verifier.verify(rotated)).scopes == ["booking:write"]
         assert keys.fetches == 2
+
+
+async def test_a_token_of_a_withdrawn_key_is_refused_once_the_key_set_is_fetched_anew(
+    http: httpx.AsyncClient,
+) -> None:
+    with AuthorizationServer(resources=[Resource(RESOURCE)], keys=[Key.rsa("old")]) as server:
+        monotonic, clock = Monotonic(), MovableClock()
+        verifier, keys = make_verifier(http, server.issuer, monotonic=monotonic, clock=clock)
+        token = server.access_token(RESOURCE)  # valid for 600 s
+        assert (await verifier.verify(token)).subject == "booking-agent"
+        server.rotate([Key.rsa("new")])  # the issuer withdraws "old"
+        monotonic.now += keys.max_age_seconds
+        clock.offset = timedelta(seconds=keys.max_age_seconds)
+        assert await refused(verifier, token) is RefusalReason.UNKNOWN_KEY

@@ -177,3 +177,26 @@ def test_a_reason_is_trimmed_and_must_be_one_short_printable_line() -> None:
         with pytest.raises(ToolSwitchError):
             clean_reason(bad)
     assert clean_reason("x" * 200) == "x" * 200
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM tool_switch_version",
+        "UPDATE tool_switches SET disabled_at = 'yesterday'",
+    ],
+)
+async def test_a_damaged_table_is_an_internal_error_the_watcher_survives(
+    switches: SqliteToolSwitches, db_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    await switches.disable("booking.hold_slot", "outage", AT)
+    watcher = ToolSwitchWatcher(switches, interval_seconds=3600)
+    await watcher.start()
+    with sqlite3.connect(db_path) as connection:
+        connection.execute("UPDATE tool_switch_version SET version = version + 1")
+        connection.execute(damage)
+    with caplog.at_level(logging.WARNING, logger="expert_booking.access"):
+        await watcher.refresh()
+    assert "tool switches not refreshed (INTERNAL_ERROR); keeping version 1" in caplog.text
+    assert watcher.disabled("booking.hold_slot") is not None
+    await watcher.stop()

@@ -55,13 +55,26 @@ def test_repeated_headers_are_read_in_order() -> None:
     assert caller.address == "203.0.113.9"
 
 
-def test_forwarded_wins_over_x_forwarded_for_and_its_syntax_is_parsed() -> None:
+def test_the_forwarded_syntax_is_parsed() -> None:
     caller = resolve(
         "10.0.0.5",
-        ("X-Forwarded-For", "1.2.3.4"),
         ("Forwarded", 'for=1.2.3.4;proto=https, For="[2001:db8:1::9]:4711";by=10.0.0.5'),
     )
     assert caller.address == "2001:db8:1::9"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        (("X-Forwarded-For", "203.0.113.7"), ("Forwarded", "for=6.6.6.6")),
+        (("Forwarded", "for=203.0.113.7"), ("X-Forwarded-For", "6.6.6.6")),
+    ],
+)
+def test_a_client_cannot_smuggle_the_other_forwarding_header_past_a_proxy(
+    headers: tuple[tuple[str, str], ...],
+) -> None:
+    # A proxy that appends to one header passes the other on as the client sent it.
+    assert resolve("10.0.0.5", *headers).address == "10.0.0.5"
 
 
 def test_a_forwarded_port_is_not_part_of_the_address() -> None:

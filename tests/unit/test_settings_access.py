@@ -85,6 +85,7 @@ def test_in_none_mode_any_quota_variable_turns_both_quotas_on() -> None:
         ("AUTH_RESOURCE", "https://booking.example:0/mcp"),
         ("AUTH_JWKS_URL", "ftp://login.example/keys"),
         ("AUTH_LEEWAY_SECONDS", "-1"),
+        ("AUTH_LEEWAY_SECONDS", "301"),
         ("QUOTA_PER_CALLER_PER_MINUTE", "0"),
         ("QUOTA_GLOBAL_PER_MINUTE", "many"),
         ("TRUSTED_PROXIES", "proxy.example"),

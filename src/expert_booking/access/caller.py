@@ -3,7 +3,8 @@
 The rule (seed 003: the caller comes from a trusted source, never from a client-supplied
 header): an authenticated request is its principal ``(issuer, subject)``. Otherwise it is the
 socket's peer address, unless that peer is one of ``TRUSTED_PROXIES``: then the proxies'
-``Forwarded`` header (RFC 7239; ``X-Forwarded-For`` when there is none) names the client.
+``Forwarded`` header (RFC 7239) or ``X-Forwarded-For`` names the client (a request carrying
+both is ambiguous: the trusted peer itself is then the caller).
 Those headers are read from the right, the hop the trusted peer added first, skipping further
 trusted proxies; the first address not trusted is the caller. When every hop is trusted, the
 leftmost is. A hop that is not an IP address (``unknown``, an obfuscated ``_name``) ends the
@@ -100,15 +101,27 @@ def _trusted(address: IpAddress, networks: Sequence[IpNetwork]) -> bool:
 
 
 def _forwarded_hops(headers: Iterable[tuple[str, str]]) -> list[str]:
-    """The client-side hops, leftmost first: ``Forwarded`` ``for=``, else ``X-Forwarded-For``."""
+    """The client-side hops, leftmost first, of the one forwarding header the request has.
+
+    ``Forwarded`` ``for=`` nodes, or ``X-Forwarded-For`` items. When both kinds arrive, one of
+    them passed the proxy untouched (a proxy that sets only one passes the other on as the
+    client sent it), and nothing tells which: then neither is read and the trusted peer itself
+    is the caller, so a client can never pick its bucket by adding the other header.
+    """
     forwarded: list[str] = []
     x_forwarded_for: list[str] = []
+    seen: set[str] = set()
     for name, value in headers:
         lowered = name.lower()
         if lowered == "forwarded":
             forwarded.extend(_forwarded_for_values(value))
         elif lowered == "x-forwarded-for":
             x_forwarded_for.extend(item.strip() for item in value.split(",") if item.strip())
+        else:
+            continue
+        seen.add(lowered)
+    if len(seen) > 1:
+        return []
     return forwarded or x_forwarded_for
 
 

@@ -80,6 +80,11 @@ class JwksCache:
         self._lock = asyncio.Lock()
         self.fetches = 0
 
+    @property
+    def max_age_seconds(self) -> float:
+        """How long a fetched key set is trusted before it is fetched again."""
+        return self._max_age
+
     async def key(self, kid: str | None, algorithm: str) -> jwt.PyJWK | None:
         """The verification key for a token's ``kid`` and ``alg``; ``None`` if there is none.
 

@@ -143,7 +143,11 @@ class JwtAccessTokenVerifier:
             del self._accepted[digest]
         access = await self._verify_uncached(token)
         if access.expires_at is not None:
-            self._remember(digest, access, access.expires_at + self._policy.leeway_seconds)
+            # Never longer than a key set is trusted: a key the issuer withdrew must stop
+            # admitting its tokens as soon as the key set is fetched anew.
+            until = min(access.expires_at + self._policy.leeway_seconds,
+                        now + self._keys.max_age_seconds)  # fmt: skip
+            self._remember(digest, access, until)
         return access
 
     def _remember(self, digest: bytes, access: AccessToken, until: float) -> None:

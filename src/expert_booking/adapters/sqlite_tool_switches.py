@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from expert_booking.access.ports import DisabledTool, ToolSwitchState
 from expert_booking.adapters.sqlite_transaction import translate_error
+from expert_booking.domain.errors import InternalError
 from expert_booking.domain.model import format_instant, parse_instant
 
 T = TypeVar("T")
@@ -95,7 +96,9 @@ def _bump(connection: sqlite3.Connection) -> None:
 
 def _read_version(connection: sqlite3.Connection) -> int:
     row = connection.execute("SELECT version FROM tool_switch_version WHERE id = 1").fetchone()
-    return int(row[0])
+    if row is None or not isinstance(row[0], int):
+        raise InternalError("the tool switch version row is missing or not an integer")
+    return row[0]
 
 
 def _load(connection: sqlite3.Connection) -> ToolSwitchState:
@@ -110,8 +113,11 @@ def _read_state(connection: sqlite3.Connection) -> ToolSwitchState:
     rows = connection.execute(
         "SELECT tool, reason, disabled_at FROM tool_switches ORDER BY tool"
     ).fetchall()
-    disabled = {
-        tool: DisabledTool(name=tool, reason=reason, disabled_at=parse_instant(at))
-        for tool, reason, at in rows
-    }
+    try:
+        disabled = {
+            tool: DisabledTool(name=tool, reason=reason, disabled_at=parse_instant(at))
+            for tool, reason, at in rows
+        }
+    except (TypeError, ValueError) as exc:
+        raise InternalError("a tool switch row is not in the form migration 4 writes") from exc
     return ToolSwitchState(version=version, disabled=disabled)
