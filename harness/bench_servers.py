@@ -45,12 +45,12 @@ def floor_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProc
 
 def serve_floor(host: str, port: int) -> int:
     """Child entry: the floor app, served the way ``expert-booking-mcp serve`` serves."""
-    from expert_booking.__main__ import serve
+    from expert_booking.serving import serve
     from expert_booking.settings import Settings
     from harness.floor_app import build_floor_app
 
     settings = Settings.from_env().with_overrides(host=host, port=port)
-    return serve(build_floor_app(settings), settings)
+    return serve(build_floor_app(settings), settings.host, settings.port)
 
 
 def check_pinned(pid: int) -> None:
