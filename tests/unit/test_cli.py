@@ -116,3 +116,14 @@ def test_a_busy_port_is_refused_before_the_database_is_created(
     assert line.startswith(f"expert-booking-mcp: cannot listen on 127.0.0.1:{port}:")
     assert "in use" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_proxy_refuses_an_upstream_that_is_not_an_http_url_with_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["proxy", "--upstream", "ftp://127.0.0.1/mcp", "--port", "0"]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert (
+        line
+        == "expert-booking-mcp proxy: upstream must be an http:// URL, got 'ftp://127.0.0.1/mcp'"
+    )

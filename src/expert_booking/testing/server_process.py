@@ -57,6 +57,7 @@ class ServerProcess:
         preexec: Callable[[], None] | None = None,
         die_with_parent: bool = False,
         keep_stderr: bool = True,
+        db_flag: bool = True,
     ) -> None:
         """Configure (not start) the process.
 
@@ -72,12 +73,15 @@ class ServerProcess:
                 ends, so a test runner killed by a timeout leaves no server behind.
             keep_stderr: ``False`` keeps only the lines up to the ready line and drains the
                 rest in large chunks (a benchmark must not spend its CPU on the server's log).
+            db_flag: ``False`` for a command without ``--db`` (``proxy``, ``stdio``): only
+                ``--host 127.0.0.1 --port 0`` follow it, and no database is made.
         """
         self._command = tuple(SERVE_COMMAND if command is None else command)
         self._cwd = cwd
         self._preexec = preexec
         self._die_with_parent = die_with_parent
         self._keep_stderr = keep_stderr
+        self._db_flag = db_flag
         self._env = dict(os.environ if env is None else env)
         self._own_dir: Path | None = None
         self._db_path = db_path
@@ -134,9 +138,10 @@ class ServerProcess:
         if self._db_path is None:
             self._own_dir = Path(tempfile.mkdtemp(prefix="expert-booking-"))
             self._db_path = self._own_dir / "expert-booking.db"
+        database = ("--db", str(self._db_path)) if self._db_flag else ()
         command = [
             *self._command,
-            *("--host", "127.0.0.1", "--port", "0", "--db", str(self._db_path)),
+            *("--host", "127.0.0.1", "--port", "0", *database),
             *self._extra_args,
         ]
         prepare = self._prepare_child if self._die_with_parent or self._preexec else None
