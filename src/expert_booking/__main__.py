@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve_command.add_argument("--db", type=Path, help="SQLite file (default ./expert-booking.db)")
     commands.add_parser(
-        "demo", help="run the booking flow against a real server process and a payment stub"
+        "demo", help="run the booking flow against a real server process and the payment sandbox"
     )
     proxy = commands.add_parser(
         "proxy",
@@ -67,7 +67,37 @@ def _parser() -> argparse.ArgumentParser:
         default=3001,
         help="TCP port, 0 for a free one (default 3001)",
     )
+    sandbox = commands.add_parser(
+        "payment-sandbox",
+        help="a loopback payment service with a payment page, to try the server (SANDBOX)",
+        description="Answer GET /payments/{bookingId} and serve the payment page at "
+        "/pay/{bookingId} and a mailbox at /mailbox. Reads bookings read-only from the "
+        "server's database (the same --db / BOOKING_DB_PATH / ./.env as serve).",
+    )
+    sandbox.add_argument("--host", default="127.0.0.1", help="loopback bind address")
+    sandbox.add_argument(
+        "--port",
+        type=_port_argument,
+        default=3100,
+        help="TCP port, 0 for a free one (default 3100)",
+    )
+    sandbox.add_argument("--db", type=Path, help="the server's SQLite file (as for serve)")
+    sandbox.add_argument(
+        "--ledger", type=Path, help="the sandbox's own file (default: <db>.payments.json beside it)"
+    )
     return parser
+
+
+def _payment_sandbox(args: argparse.Namespace) -> int:
+    from expert_booking.sandbox.app import run  # noqa: PLC0415 - per command
+
+    load_dotenv_file()
+    try:
+        settings = Settings.from_env().with_overrides(db_path=args.db)
+    except SettingsError as exc:
+        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    return run(args.host, args.port, settings.db_path, args.ledger)
 
 
 def load_dotenv_file() -> None:
@@ -122,7 +152,15 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         sock.close()
         print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
         return 2
-    return serve(app, settings.host, settings.port, sock=sock, log_handler=log_handler)
+    warning = settings.payment_sandbox_warning
+    return serve(
+        app,
+        settings.host,
+        settings.port,
+        sock=sock,
+        log_handler=log_handler,
+        warnings=(warning,) if warning else (),
+    )
 
 
 def _demo() -> int:
@@ -136,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "payment-sandbox":
+        return _payment_sandbox(args)
     if args.command == "proxy":
         from expert_booking.proxy import run as run_proxy  # noqa: PLC0415 - per command
 

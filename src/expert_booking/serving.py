@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import logging
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Final
 
@@ -97,6 +99,7 @@ def serve(
     sock: socket.socket | None = None,
     log_handler: JsonLinesHandler | None = None,
     ready_line: str = "MCP endpoint: {base}/mcp",
+    warnings: Sequence[str] = (),
 ) -> int:
     """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until SIGTERM/SIGINT; 0.
 
@@ -104,8 +107,8 @@ def serve(
     ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON logging of :func:`configure_logging` on stderr
     (``log_handler``, when the app was given it for its action lines), ``gc.freeze()`` and the
     collector on after startup, and ``ready_line`` (``{base}`` is ``http://HOST:PORT`` with the
-    bound port) on stderr once connections are accepted. A signal ends the process with
-    status 0.
+    bound port) on stderr once connections are accepted, after ``warnings`` (each one
+    WARNING record of logger ``expert_booking.serve``). A signal ends the process with status 0.
 
     Raises:
         ListenError: ``sock`` was not given and ``host:port`` cannot be bound.
@@ -127,6 +130,8 @@ def serve(
     )
     # After uvicorn.Config, which applies uvicorn's logging dictConfig.
     configure_logging(log_handler or sys.stderr)
+    for warning in warnings:
+        logging.getLogger("expert_booking.serve").warning(warning)
     # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,
     # run the lifespan shutdown (closing the store and HTTP clients), then return here.
     _AnnouncingServer(config, ready_line).run(sockets=[bound])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
@@ -12,6 +13,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback IP address (``127.0.0.0/8``, ``::1``; brackets allowed)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class SettingsError(ValueError):
@@ -36,6 +47,23 @@ class Settings:
     )
     max_body_bytes: int = 32 * 1024
     db_busy_timeout_ms: int = 5000
+
+    @property
+    def payment_sandbox_warning(self) -> str | None:
+        """A warning when the payment service is on this machine (the payment sandbox's place).
+
+        ``expert-booking-mcp payment-sandbox`` listens on ``127.0.0.1:3100``, the default of
+        ``PAYMENT_QUERY_BASE_URL``: with a loopback payment URL, confirmations rest on
+        simulated payments unless a real service runs there.
+        """
+        host = urlsplit(self.payment_query_base_url).hostname or ""
+        if not is_loopback_host(host):
+            return None
+        return (
+            f"PAYMENT_QUERY_BASE_URL {self.payment_query_base_url} is on this machine, where "
+            "`expert-booking-mcp payment-sandbox` runs: payments there are SANDBOX payments "
+            "(simulated, no money moves); set it to the real payment service before real use"
+        )
 
     @property
     def hold_ttl(self) -> timedelta:
