@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         default=3001,
         help="TCP port, 0 for a free one (default 3001)",
     )
+    stdio = commands.add_parser(
+        "stdio",
+        help="an MCP server on stdin/stdout for hosts that start a command (desktop apps)",
+        description="Relay MCP over stdio (2025-11-25 initialize lifecycle or 2026-07-28) to "
+        "the HTTP server at URL, stamping each request's client time at the bridge.",
+    )
+    stdio.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:3000/mcp")
     sandbox = commands.add_parser(
         "payment-sandbox",
         help="a loopback payment service with a payment page, to try the server (SANDBOX)",
@@ -174,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "stdio":
+        from expert_booking.stdio_bridge import run as run_stdio  # noqa: PLC0415 - per command
+
+        return run_stdio(args.url)
     if args.command == "payment-sandbox":
         return _payment_sandbox(args)
     if args.command == "proxy":
