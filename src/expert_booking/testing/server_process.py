@@ -19,7 +19,11 @@ from typing import IO, Any, Final, Self
 
 READY_LINE: Final = re.compile(r"MCP endpoint: (?P<url>http://\S+/mcp)")
 SANDBOX_READY_LINE: Final = re.compile(r"Payment sandbox: (?P<url>http://[^\s/]+)")
-DEFAULT_START_SECONDS: Final = 20.0
+DEFAULT_START_SECONDS: Final = 60.0
+"""A readiness deadline, not a performance check (cold start is measured by ``nox -s bench``).
+
+Under the load of a shared 2-core machine (load average 10+), a spawn that compiles its modules
+(uv installs no bytecode) took 10-15 s to its ready line, and 20 s timed out whole modules."""
 DEFAULT_STOP_SECONDS: Final = 15.0
 SERVE_COMMAND: Final = (sys.executable, "-m", "expert_booking", "serve")
 SANDBOX_COMMAND: Final = (sys.executable, "-m", "expert_booking", "payment-sandbox")
