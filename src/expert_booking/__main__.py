@@ -16,7 +16,7 @@ from pathlib import Path
 from dotenv import load_dotenv
 
 from expert_booking.serving import ListenError, exit_cleanly_on_signals, listen, serve
-from expert_booking.settings import Settings, SettingsError, parse_port
+from expert_booking.settings import PROXY_PORT, SANDBOX_PORT, Settings, SettingsError, parse_port
 from expert_booking.version import package_version
 
 PROG = "expert-booking-mcp"
@@ -29,6 +29,17 @@ def _port_argument(raw: str) -> int:
         return parse_port(raw)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a TCP port (0-65535)") from exc
+
+
+def _bind_flags(parser: argparse.ArgumentParser, *, host_help: str, default_port: int) -> None:
+    """``--host`` (default 127.0.0.1) and ``--port`` of a command with fixed defaults."""
+    parser.add_argument("--host", default="127.0.0.1", help=f"{host_help} (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=_port_argument,
+        default=default_port,
+        help=f"TCP port, 0 for a free one (default {default_port})",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,13 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--upstream", required=True, help="the server, e.g. http://127.0.0.1:3000/mcp"
     )
-    proxy.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    proxy.add_argument(
-        "--port",
-        type=_port_argument,
-        default=3001,
-        help="TCP port, 0 for a free one (default 3001)",
-    )
+    _bind_flags(proxy, host_help="bind address", default_port=PROXY_PORT)
     stdio = commands.add_parser(
         "stdio",
         help="an MCP server on stdin/stdout for hosts that start a command (desktop apps)",
@@ -81,13 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         "/pay/{bookingId} and a mailbox at /mailbox. Reads bookings read-only from the "
         "server's database (the same --db / BOOKING_DB_PATH / ./.env as serve).",
     )
-    sandbox.add_argument("--host", default="127.0.0.1", help="loopback bind address")
-    sandbox.add_argument(
-        "--port",
-        type=_port_argument,
-        default=3100,
-        help="TCP port, 0 for a free one (default 3100)",
-    )
+    _bind_flags(sandbox, host_help="loopback bind address", default_port=SANDBOX_PORT)
     sandbox.add_argument("--db", type=Path, help="the server's SQLite file (as for serve)")
     sandbox.add_argument(
         "--ledger", type=Path, help="the sandbox's own file (default: <db>.payments.json beside it)"

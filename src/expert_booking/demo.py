@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import sys
 import tempfile
 import textwrap
@@ -28,11 +27,7 @@ import httpx2
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.client import open_client
 from expert_booking.domain.model import format_instant
-from expert_booking.testing.server_process import (
-    SANDBOX_COMMAND,
-    SANDBOX_READY_LINE,
-    ServerProcess,
-)
+from expert_booking.testing.sandbox_pair import server_with_sandbox
 
 _CLOCK = SystemClock()  # the demo plays the person who approves and pays
 SUMMARY_WIDTH = 72
@@ -300,19 +295,11 @@ async def run() -> None:
     exchanges = _Exchanges()
     with tempfile.TemporaryDirectory(prefix="expert-booking-demo-") as directory:
         database = Path(directory) / "expert-booking.db"
-        with ServerProcess(
-            command=SANDBOX_COMMAND, db_path=database, ready_line=SANDBOX_READY_LINE
-        ) as sandbox:
-            env = {
-                **os.environ,
-                "PAYMENT_QUERY_BASE_URL": sandbox.url,
-                "PAYMENT_PAGE_BASE_URL": f"{sandbox.url}/pay",
-            }
-            with ServerProcess(env=env, db_path=database) as server:
-                print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")
-                print(INTRODUCTION)
-                async with open_client(server.url, on_exchange=exchanges.record) as client:
-                    await _walk(_Story(client, exchanges))
+        with server_with_sandbox(database) as (server, sandbox):
+            print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")
+            print(INTRODUCTION)
+            async with open_client(server.url, on_exchange=exchanges.record) as client:
+                await _walk(_Story(client, exchanges))
     print("\ndemo finished: every step behaved as the contract says")
 
 

@@ -318,9 +318,6 @@ class StampingProxy:
             proxy.stop()
 
 
-DEFAULT_PORT: Final = 3001
-
-
 def split_upstream(upstream_url: str) -> tuple[str, str]:
     """``http://host:port/path`` → (``http://host:port``, ``/path``).
 

@@ -13,6 +13,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+SANDBOX_PORT = 3100
+"""``payment-sandbox``'s default port, where the default payment URLs point."""
+PROXY_PORT = 3001
+"""``proxy``'s default port."""
 
 
 def is_loopback_host(host: str) -> bool:
@@ -34,8 +38,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 3000
     db_path: Path = Path("./expert-booking.db")
-    payment_query_base_url: str = "http://127.0.0.1:3100"
-    payment_page_base_url: str = "http://127.0.0.1:3100/pay"
+    payment_query_base_url: str = f"http://127.0.0.1:{SANDBOX_PORT}"
+    payment_page_base_url: str = f"http://127.0.0.1:{SANDBOX_PORT}/pay"
     hold_ttl_seconds: int = 300
     approval_ttl_seconds: int = 120
     approval_clock_skew_seconds: int = 5

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from expert_booking.testing.server_process import (
-    SANDBOX_COMMAND,
-    SANDBOX_READY_LINE,
-    ServerProcess,
-)
+from expert_booking.testing.sandbox_pair import server_with_sandbox
+from expert_booking.testing.server_process import ServerProcess
 
 
 @dataclass(frozen=True)
@@ -26,17 +22,8 @@ class Pair:
 
 def running_pair(tmp: Path) -> Iterator[Pair]:
     """Start the sandbox on the server's future database, then the server pointed at it."""
-    database = tmp / "expert-booking.db"
-    with ServerProcess(
-        command=SANDBOX_COMMAND, db_path=database, ready_line=SANDBOX_READY_LINE
-    ) as sandbox:
-        env = {
-            **os.environ,
-            "PAYMENT_QUERY_BASE_URL": sandbox.url,
-            "PAYMENT_PAGE_BASE_URL": f"{sandbox.url}/pay",
-        }
-        with ServerProcess(env=env, db_path=database) as server:
-            yield Pair(server, sandbox)
+    with server_with_sandbox(tmp / "expert-booking.db") as (server, sandbox):
+        yield Pair(server, sandbox)
 
 
 def hold_arguments(slot_id: str) -> dict[str, Any]:

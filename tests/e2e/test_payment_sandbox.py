@@ -11,10 +11,10 @@ from typing import Any
 import httpx2
 import pytest
 
+from expert_booking.__main__ import _parser
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.client import open_client
 from expert_booking.domain.model import format_instant
-from expert_booking.sandbox.app import DEFAULT_PORT
 from expert_booking.settings import Settings
 from expert_booking.testing.server_process import (
     SANDBOX_COMMAND,
@@ -63,8 +63,10 @@ async def confirm(pair: Pair, booking: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_defaults_of_serve_point_at_the_sandbox_default_port() -> None:
     settings = Settings()
-    assert settings.payment_query_base_url == f"http://127.0.0.1:{DEFAULT_PORT}"
-    assert settings.payment_page_base_url == f"http://127.0.0.1:{DEFAULT_PORT}/pay"
+    sandbox = _parser().parse_args(["payment-sandbox"])
+    origin = f"http://{sandbox.host}:{sandbox.port}"
+    assert settings.payment_query_base_url == origin
+    assert settings.payment_page_base_url == f"{origin}/pay"
 
 
 def test_serve_warns_at_start_that_its_payment_url_is_the_sandbox(pair: Pair) -> None:

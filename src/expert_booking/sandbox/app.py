@@ -35,7 +35,6 @@ from expert_booking.sandbox.bookings import BookingReader
 from expert_booking.sandbox.ledger import Ledger, LedgerError, PaymentAlreadyFinalError
 from expert_booking.settings import is_loopback_host
 
-DEFAULT_PORT: Final = 3100
 RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
 SANDBOX_HEADER: Final = "x-payment-sandbox"
 ACTIONS: Final = {"pay": "PAID", "fail": "FAILED", "close": "CLOSED"}
