@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from expert_booking.testing.server_process import ServerProcess
+from expert_booking.testing.server_process import DEFAULT_START_SECONDS, ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,13 +56,16 @@ def harness_server(
     env: Mapping[str, str] | None = None,
     preexec: Callable[[], None] | None = None,
     keep_stderr: bool = True,
+    start_seconds: float | None = None,
 ) -> ServerProcess:
     """A (not yet started) ``<command> --host 127.0.0.1 --port 0 --db ...`` child.
 
     Run from the repository root (so ``harness`` imports), killed when the thread that starts
-    it ends (a test runner killed by a timeout leaves no server behind).
+    it ends (a test runner killed by a timeout leaves no server behind). ``start_seconds``
+    overrides how long to wait for its ready line.
     """
     return ServerProcess(
+        start_seconds=DEFAULT_START_SECONDS if start_seconds is None else start_seconds,
         command=command,
         db_path=db_path,
         extra_args=extra_args,

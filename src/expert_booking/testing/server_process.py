@@ -19,11 +19,10 @@ from typing import IO, Any, Final, Self
 
 READY_LINE: Final = re.compile(r"MCP endpoint: (?P<url>http://\S+/mcp)")
 SANDBOX_READY_LINE: Final = re.compile(r"Payment sandbox: (?P<url>http://[^\s/]+)")
+# A deadline, not a wait: the ready line usually comes within 1-2 s, but a fresh virtualenv
+# has no bytecode (uv compiles none), so a first spawn compiles every module, and on a shared
+# 2-core box under load that took more than 20 s.
 DEFAULT_START_SECONDS: Final = 60.0
-"""A readiness deadline, not a performance check (cold start is measured by ``nox -s bench``).
-
-Under the load of a shared 2-core machine (load average 10+), a spawn that compiles its modules
-(uv installs no bytecode) took 10-15 s to its ready line, and 20 s timed out whole modules."""
 DEFAULT_STOP_SECONDS: Final = 15.0
 SERVE_COMMAND: Final = (sys.executable, "-m", "expert_booking", "serve")
 SANDBOX_COMMAND: Final = (sys.executable, "-m", "expert_booking", "payment-sandbox")
