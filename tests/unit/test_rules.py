@@ -21,6 +21,7 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
+from expert_booking.edge.error_texts import wire_details
 from tests.fakes import T0, answer, approval, make_booking
 
 TTL = timedelta(seconds=120)
@@ -119,7 +120,7 @@ def test_each_of_the_six_intent_fields_must_match_the_booking(
     with pytest.raises(BookingError) as excinfo:
         _check(approval(make_booking(), NOW, intent=other))
     assert excinfo.value.code == "APPROVAL_INTENT_MISMATCH"
-    assert excinfo.value.details["fields"] == [camel]
+    assert wire_details(excinfo.value)["fields"] == [camel]
 
 
 def test_an_exact_paid_answer_confirms_the_booking() -> None:
@@ -156,7 +157,7 @@ def test_a_paid_answer_that_does_not_match_exactly_changes_nothing(
     with pytest.raises(BookingError) as excinfo:
         apply_payment(booking, mismatched, now=NOW)
     assert excinfo.value.code == "PAYMENT_MISMATCH"
-    assert excinfo.value.details["fields"] == fields
+    assert wire_details(excinfo.value)["fields"] == fields
 
 
 def test_a_pending_answer_keeps_the_booking_held() -> None:

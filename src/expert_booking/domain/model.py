@@ -55,6 +55,11 @@ def format_instant(value: datetime) -> str:
     )
 
 
+def format_optional_instant(value: datetime | None) -> str | None:
+    """:func:`format_instant`, or ``None`` for ``None``."""
+    return None if value is None else format_instant(value)
+
+
 def parse_instant(text: str) -> datetime:
     """Parse an RFC 3339 timestamp (``Z`` or offset) into an aware UTC datetime.
 
