@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from expert_booking.admin_cli import add_admin_parser, run_admin
 from expert_booking.serving import ListenError, exit_cleanly_on_signals, listen, serve
 from expert_booking.settings import PROXY_PORT, SANDBOX_PORT, Settings, SettingsError, parse_port
 from expert_booking.version import package_version
@@ -91,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     sandbox.add_argument(
         "--ledger", type=Path, help="the sandbox's own file (default: <db>.payments.json beside it)"
     )
+    add_admin_parser(commands)
     return parser
 
 
@@ -138,6 +140,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         settings = Settings.from_env().with_overrides(
             host=args.host, port=args.port, db_path=args.db
         )
+        settings.check_serving()
     except SettingsError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -150,7 +153,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
         app = build_asgi_app(settings, action_lines=log_handler)
-    except TracingConfigError as exc:
+    except (SettingsError, TracingConfigError) as exc:
         sock.close()
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -190,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from expert_booking.proxy import run as run_proxy  # noqa: PLC0415 - per command
 
         return run_proxy(args.upstream, args.host, args.port)
+    if args.command == "admin":
+        return run_admin(args)
     return _demo()
 
 
