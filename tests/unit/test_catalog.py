@@ -22,7 +22,7 @@ from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
-SEARCH, HOLD, CONFIRM, GET = LOGICAL_TOOLS
+SEARCH, HOLD, CONFIRM, GET, LIST = LOGICAL_TOOLS
 
 # Realistic requests (agent or user phrasing) and the tool that should rank first.
 GOLDEN: list[tuple[str, str, str]] = [
@@ -145,6 +145,23 @@ GOLDEN: list[tuple[str, str, str]] = [
     ("de", "Ist die Buchung abgelaufen?", GET),
 ]
 
+# Held out: written before the new tools' keywords were tuned, kept apart so the figure for
+# tools added later is not flattered by queries chosen after tuning (issue 13, item 9).
+HELD_OUT: list[tuple[str, str, str]] = [
+    # booking.list_bookings
+    ("en", "list my bookings", LIST),
+    ("en", "show all my reservations that are still held", LIST),
+    ("en", "my hold request timed out, find the booking made with this idempotency key", LIST),
+    ("en", "which of my bookings are confirmed", LIST),
+    ("en", "did my confirmation go through? look it up by idempotencyKey", LIST),
+    ("zh", "列出我的所有预约", LIST),
+    ("zh", "我有哪些预约", LIST),
+    ("zh", "查一下我所有已确认的订单", LIST),
+    ("de", "alle meine Buchungen auflisten", LIST),
+    ("de", "Welche Buchungen habe ich?", LIST),
+    ("de", "Liste meiner bestätigten Reservierungen", LIST),
+]
+
 
 @pytest.fixture
 def catalog() -> ToolCatalog:
@@ -154,14 +171,14 @@ def catalog() -> ToolCatalog:
 def test_golden_set_top1_accuracy_per_language_and_overall(catalog: ToolCatalog) -> None:
     hits: dict[str, list[bool]] = defaultdict(list)
     misses = []
-    for language, query, expected in GOLDEN:
+    for language, query, expected in GOLDEN + HELD_OUT:
         ranked = catalog.rank(query)
         top = ranked[0] if ranked else None
         hits[language].append(top == expected)
         if top != expected:
             misses.append(f"{query!r}: got {top}, expected {expected}")
     accuracy = {language: sum(row) / len(row) for language, row in hits.items()}
-    overall = sum(sum(row) for row in hits.values()) / len(GOLDEN)
+    overall = sum(sum(row) for row in hits.values()) / len(GOLDEN + HELD_OUT)
     report = (
         "top-1 accuracy: "
         + ", ".join(
