@@ -8,6 +8,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -195,13 +196,18 @@ def test_golden_set_top1_accuracy_per_language_and_overall(catalog: ToolCatalog)
 def test_empty_query_lists_every_tool_in_catalog_order(catalog: ToolCatalog) -> None:
     result = catalog.search("", 20, None)
     assert [item["name"] for item in result.data["items"]] == list(LOGICAL_TOOLS)
-    assert result.data["total"] == 4
+    assert result.data["total"] == len(LOGICAL_TOOLS)
     assert result.data["nextCursor"] is None
 
 
 def test_a_query_matching_nothing_returns_no_items(catalog: ToolCatalog) -> None:
     result = catalog.search("zebra xylophone", 5, None)
-    assert result.data == {"items": [], "total": 0, "nextCursor": None}
+    assert result.data == {
+        "items": [],
+        "total": 0,
+        "nextCursor": None,
+        "catalogVersion": catalog.version,
+    }
 
 
 def test_items_carry_name_human_title_uri_and_a_short_leading_summary(
@@ -228,7 +234,7 @@ def test_a_tool_is_found_by_its_title_alone(name: str, monkeypatch: pytest.Monke
 
 def test_cursor_pages_through_ranked_results(catalog: ToolCatalog) -> None:
     first = catalog.search("", 3, None).data
-    assert first["total"] == 4
+    assert first["total"] == len(LOGICAL_TOOLS)
     assert first["nextCursor"] is not None
     second = catalog.search("", 3, first["nextCursor"]).data
     names = [item["name"] for item in first["items"] + second["items"]]
@@ -397,3 +403,29 @@ def test_registry_refuses_documents_it_cannot_serve(
     (tmp_path / name).write_bytes(content)
     with pytest.raises(SchemaLoadError):
         SchemaRegistry.load(tmp_path)
+
+
+# ------------------------------------------------------------------------ catalog version
+
+
+def test_search_and_read_carry_the_one_catalog_version(catalog: ToolCatalog) -> None:
+    found = catalog.search("list my bookings", 2, None).data
+    read = catalog.read("tool://booking.list_bookings", 0, 3).data
+
+    assert found["catalogVersion"] == read["catalogVersion"] == catalog.version
+    assert len(catalog.version) == 16
+    assert ToolCatalog(SchemaRegistry.load()).version == catalog.version  # a restart keeps it
+
+
+def test_the_catalog_version_changes_when_a_served_document_or_listing_changes(
+    catalog: ToolCatalog,
+) -> None:
+    entries = tuple(catalog.entries.values())
+    first, *rest = entries
+    edited_document = replace(first, document=replace(first.document, sha256="0" * 64))
+    renamed = replace(first, title=first.title + "!")
+
+    assert catalog_module.catalog_version(entries) == catalog.version
+    assert catalog_module.catalog_version((edited_document, *rest)) != catalog.version
+    assert catalog_module.catalog_version((renamed, *rest)) != catalog.version
+    assert catalog_module.catalog_version(tuple(rest)) != catalog.version
