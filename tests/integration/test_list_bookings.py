@@ -9,7 +9,6 @@ suite (``tests/store_contract``); the wire by ``tests/e2e/test_list_bookings_htt
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 
 import pytest
 
@@ -18,24 +17,15 @@ from expert_booking.domain.errors import InvalidCursorError
 from expert_booking.domain.model import Booking, BookingStatus, Customer
 from expert_booking.services import (
     BookingPage,
-    BookingPolicy,
     BookingService,
     ConfirmBooking,
     HoldSlot,
     ListBookings,
 )
-from tests.fakes import CONTEXT, SEED_ORDER, FakePayments, MutableClock, answer, approval
+from tests.fakes import CONTEXT, POLICY, SEED_ORDER, FakePayments, MutableClock, answer, approval
 from tests.memory_store import MemoryBookingStore
 
 pytestmark = pytest.mark.anyio
-
-POLICY = BookingPolicy(
-    hold_ttl=timedelta(seconds=300),
-    approval_ttl=timedelta(seconds=120),
-    approval_skew=timedelta(seconds=5),
-    slot_cache_ttl=timedelta(seconds=5),
-    payment_page_base_url="http://127.0.0.1:3100/pay",
-)
 
 
 @pytest.fixture
