@@ -180,12 +180,13 @@ def test_golden_set_top1_accuracy_per_language_and_overall(catalog: ToolCatalog)
             misses.append(f"{query!r}: got {top}, expected {expected}")
     accuracy = {language: sum(row) / len(row) for language, row in hits.items()}
     overall = sum(sum(row) for row in hits.values()) / len(GOLDEN + HELD_OUT)
+    held_out = sum(catalog.rank(query)[:1] == [expected] for _, query, expected in HELD_OUT)
     report = (
         "top-1 accuracy: "
         + ", ".join(
             f"{lang} {acc:.1%} ({len(hits[lang])} queries)" for lang, acc in accuracy.items()
         )
-        + f", overall {overall:.1%}; misses: {misses}"
+        + f", overall {overall:.1%}, held-out {held_out}/{len(HELD_OUT)}; misses: {misses}"
     )
     print(report)  # noqa: T201 - the figure is the point of this test (run with -s)
     assert all(len(row) >= 12 for row in hits.values()), report
