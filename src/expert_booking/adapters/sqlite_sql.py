@@ -66,7 +66,7 @@ LEFT JOIN experts AS e ON e.expert_id = s.expert_id
 
 # No booking stores its owner yet: each belongs to LOCAL_OWNER (``:owner = :local_owner``);
 # an owner column replaces that with ``b.owner = :owner``. An idempotency key of any scope
-# finds the booking its record keeps (index idempotency_by_key, migration 4).
+# finds the booking its record keeps (index idempotency_by_key, migration 5).
 _LISTED_BOOKINGS = """
 FROM bookings AS b
 WHERE :owner = :local_owner
