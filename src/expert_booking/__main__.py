@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.util
+import logging
+import resource
 import signal
 import socket
 import sys
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 PROG = "expert-booking-mcp"
 GRACEFUL_SHUTDOWN_SECONDS = 10
+_server_logger = logging.getLogger("expert_booking.server")
 
 
 class _AnnouncingServer(uvicorn.Server):
@@ -43,7 +46,8 @@ class _AnnouncingServer(uvicorn.Server):
         # reason ``expert-booking-mcp serve`` starts with the collector off; it runs from here.
         gc.freeze()
         gc.enable()
-        print(f"MCP endpoint: http://{host}:{bound[1]}/mcp", file=sys.stderr, flush=True)
+        # A JSON line like every other (written at the end of this loop iteration).
+        _server_logger.info("MCP endpoint: http://%s:%s/mcp", host, bound[1])
 
 
 def _port_argument(raw: str) -> int:
@@ -76,6 +80,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _startup_failure(message: str) -> int:
+    """Write a startup failure as one JSON line on stderr (every stderr line is JSON); 2."""
+    from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - light
+
+    print(startup_line(f"{PROG}: {message}"), file=sys.stderr, flush=True)
+    return 2
+
+
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
     """End the process with status 0 on SIGTERM/SIGINT outside uvicorn's own handling.
 
@@ -96,28 +108,48 @@ def serve(app: ASGIApp, settings: Settings, *, log_handler: JsonLinesHandler | N
 
     This is how ``expert-booking-mcp serve`` runs its app, and the one place that says how
     (the harness serves its clock-controlled and floor apps through it): uvloop when installed,
-    httptools, no access log, a graceful shutdown of ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON
-    logging of :func:`configure_logging` on stderr (``log_handler``, when the app was given
-    it for its action lines), ``gc.freeze()`` and the collector on after startup, the ready line
-    ``MCP endpoint: http://HOST:PORT/mcp`` (the bound port) on stderr once connections are
-    accepted. A signal ends the process with status 0.
+    uvicorn's httptools protocol with the ``HTTP_*`` bounds of
+    :class:`~expert_booking.edge.http_limits.BoundedHttpProtocol`, keep-alive idle time
+    ``HTTP_KEEP_ALIVE_SECONDS``, no access log, a graceful shutdown of
+    ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON logging of :func:`configure_logging` on stderr for
+    every logger, uvicorn's and the SDK's included (``log_handler``, when the app was given it
+    for its action lines), ``gc.freeze()`` and the collector on after startup, the ready line
+    (a JSON line whose ``message`` is ``MCP endpoint: http://HOST:PORT/mcp``, the bound port)
+    on stderr once connections are accepted. A signal ends the process with status 0.
     """
     _exit_cleanly_on_signals()
+    from expert_booking.edge.http_limits import (  # noqa: PLC0415
+        BoundedHttpProtocol,
+        HttpLimits,
+        connection_cap,
+    )
     from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
 
+    # Before uvicorn.Config, which sets uvicorn's logger levels (log_config=None: no handlers
+    # of its own, so its records reach the JSON handler on the root logger).
+    configure_logging(log_handler or sys.stderr, every_logger=True)
+    limits = HttpLimits(
+        max_header_bytes=settings.http_max_header_bytes,
+        max_headers=settings.http_max_headers,
+        header_timeout=settings.http_header_timeout_seconds,
+        body_timeout=settings.http_body_timeout_seconds,
+        max_connections=connection_cap(
+            settings.http_max_connections, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        ),
+    )
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         loop="uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio",
-        http="httptools",
+        http=BoundedHttpProtocol.bound(limits),
         lifespan="on",
         access_log=False,
+        log_config=None,
         log_level="warning",
+        timeout_keep_alive=settings.http_keep_alive_seconds,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    # After uvicorn.Config, which applies uvicorn's logging dictConfig.
-    configure_logging(log_handler or sys.stderr)
     # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,
     # run the lifespan shutdown (closing the store and HTTP clients), then return here.
     _AnnouncingServer(config).run()
@@ -154,11 +186,9 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         log_handler = JsonLinesHandler(sys.stderr)
         app = build_asgi_app(settings, action_lines=log_handler)
     except (SettingsError, TracingConfigError) as exc:
-        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
-        return 2
+        return _startup_failure(f"configuration error: {exc}")
     except SchemaLoadError as exc:
-        print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
-        return 2
+        return _startup_failure(f"cannot load the JSON schemas: {exc}")
     return serve(app, settings, log_handler=log_handler)
 
 

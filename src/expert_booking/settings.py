@@ -36,6 +36,17 @@ class Settings:
     )
     max_body_bytes: int = 32 * 1024
     db_busy_timeout_ms: int = 5000
+    client_clock_tolerance_seconds: int = 300
+    http_max_header_bytes: int = 32 * 1024
+    http_max_headers: int = 100
+    http_header_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 10.0
+    http_keep_alive_seconds: int = 5
+    http_max_connections: int = 1024
+
+    @property
+    def client_clock_tolerance(self) -> timedelta:
+        return timedelta(seconds=self.client_clock_tolerance_seconds)
 
     @property
     def hold_ttl(self) -> timedelta:
@@ -149,4 +160,11 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "ALLOWED_HOSTS": ("allowed_hosts", _csv),
     "ALLOWED_ORIGINS": ("allowed_origins", _csv),
     "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _positive_int),
+    "CLIENT_CLOCK_TOLERANCE_SECONDS": ("client_clock_tolerance_seconds", _non_negative_int),
+    "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _positive_int),
+    "HTTP_MAX_HEADERS": ("http_max_headers", _positive_int),
+    "HTTP_HEADER_TIMEOUT_SECONDS": ("http_header_timeout_seconds", _positive_float),
+    "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", _positive_float),
+    "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _positive_int),
+    "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
 }

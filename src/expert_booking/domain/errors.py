@@ -99,8 +99,9 @@ ERROR_CATALOG: dict[str, ErrorSpec] = {
     ),
     "HUMAN_APPROVAL_EXPIRED": ErrorSpec(
         retryable=False,
-        recovery="The approval is too old or dated in the future; ask the user to approve "
-        "the current confirmationIntent again and send the fresh approval.",
+        recovery="The approval is too old, dated in the future, or dated before the server "
+        "issued the intent it approves (details.reason STALE, FUTURE or BEFORE_INTENT); ask "
+        "the user to approve the current confirmationIntent again and send the fresh approval.",
     ),
     "APPROVAL_INTENT_HASH_MISMATCH": ErrorSpec(
         retryable=False,

@@ -37,7 +37,9 @@ def check_approval(
 ) -> None:
     """Refuse unless a person approved exactly this booking, recently.
 
-    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), hash, six fields.
+    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), not dated before
+    the intent was issued (less ``skew``: a person cannot approve what did not exist yet), hash,
+    six fields.
 
     Raises:
         HumanApprovalRequiredError, HumanApprovalRejectedError, HumanApprovalExpiredError,
@@ -58,6 +60,14 @@ def check_approval(
             reason="STALE",
             approvalTtlSeconds=int(ttl.total_seconds()),
         )
+    issued_at = booking.intent_issued_at
+    if approval.approved_at < issued_at - skew:
+        raise HumanApprovalExpiredError(
+            "The approval is dated before the server issued the intent it approves.",
+            bookingId=booking.booking_id,
+            reason="BEFORE_INTENT",
+            intentIssuedAt=format_instant(issued_at),
+        )
     if approval.intent.digest() != approval.intent_hash:
         raise ApprovalIntentHashMismatchError(bookingId=booking.booking_id)
     current = booking.intent
@@ -72,14 +82,20 @@ def check_approval(
         )
 
 
-def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> Booking:
+def apply_payment(
+    booking: Booking, answer: PaymentAnswer, *, now: datetime, skew: timedelta
+) -> Booking:
     """Return the booking after a payment answer, or raise when it must not change.
 
     FAILED/CLOSED produce a released booking that the caller commits, then reports with
-    :func:`payment_refusal`; PAID with an exact match produces the CONFIRMED booking.
+    :func:`payment_refusal`; PAID with an exact match produces the CONFIRMED booking. A PAID
+    answer's ``paidAt`` must lie between the hold (``held_at``) and the answer's arrival,
+    each with ``skew`` of tolerance: a payment cannot precede the booking it pays for, nor
+    follow the answer that reports it.
 
     Raises:
-        PaymentMismatchError: another booking, amount or currency, or PAID without ``paidAt``.
+        PaymentMismatchError: another booking, amount or currency, PAID without ``paidAt``
+            or with a ``paidAt`` outside that window (``details.fields`` names them).
         PaymentPendingError: the payment is still PENDING (nothing changes).
     """
     price = booking.payment.price
@@ -89,7 +105,10 @@ def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> 
             ("bookingId", answer.booking_id == booking.booking_id),
             ("amount", answer.amount == price.amount),
             ("currency", answer.currency == price.currency),
-            ("paidAt", answer.status is not PaymentStatus.PAID or answer.paid_at is not None),
+            (
+                "paidAt",
+                answer.status is not PaymentStatus.PAID or _paid_in_window(booking, answer, skew),
+            ),
         )
         if not ok
     ]
@@ -119,6 +138,11 @@ def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> 
             paid_at=answer.paid_at if status is PaymentStatus.PAID else None,
         ),
     )
+
+
+def _paid_in_window(booking: Booking, answer: PaymentAnswer, skew: timedelta) -> bool:
+    paid_at = answer.paid_at
+    return paid_at is not None and booking.held_at - skew <= paid_at <= answer.received_at + skew
 
 
 def payment_refusal(booking: Booking) -> PaymentFailedError | PaymentClosedError | None:
