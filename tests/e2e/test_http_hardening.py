@@ -13,6 +13,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -402,3 +403,26 @@ def test_every_stderr_line_is_json_and_refusals_are_logged(
     assert host["peer"].startswith("127.0.0.1:")
     assert all("ada@example.com" not in line for line in lines)
     assert all("a" * 300 not in line for line in lines)  # no header value beyond 200 chars
+
+
+def test_every_action_line_carries_the_observed_client_clock_skew(
+    server: ServerProcess, port: int
+) -> None:
+    stamp = now_stamp()
+    body = enveloped(
+        "tools/call",
+        {"name": "tool_catalog.search", "arguments": {"query": "skew probe", "limit": 1}},
+        stamp,
+    )
+    headers = {**stamped_headers(stamp, "tools/call"), "Mcp-Name": "tool_catalog.search"}
+    response = exchange(port, request("/mcp", body, headers=headers))
+    assert response is not None
+    assert response.status == 200
+    received = response.headers["x-mcp-server-received-at"]
+    line = server.wait_for_stderr(lambda text: '"action":"tool_catalog.search"' in text)
+    skew = json.loads(line)["clientSkewMs"]
+    assert isinstance(skew, int)
+    expected = (datetime.fromisoformat(received) - datetime.fromisoformat(stamp)) // timedelta(
+        milliseconds=1
+    )
+    assert skew == expected

@@ -348,6 +348,17 @@ def test_parsing_and_formatting_round_trip_to_the_same_utc_instant(text: str) ->
     assert parse_instant(format_instant(parsed)) == parsed
 
 
+def test_the_tests_run_in_a_local_time_zone_other_than_utc() -> None:
+    local = datetime(2030, 9, 2, 2).astimezone()
+    assert local.utcoffset() == timedelta(hours=5, minutes=30)
+
+
+def test_a_local_time_is_rendered_as_the_same_instant_in_utc() -> None:
+    local = datetime(2030, 9, 2, 7, 30).astimezone()
+    assert format_instant(local) == "2030-09-02T02:00:00.000Z"
+    assert parse_instant("2030-09-02T07:30:00+05:30") == datetime(2030, 9, 2, 2, tzinfo=UTC)
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import IO, Any, Final, Self
 
 READY_LINE: Final = re.compile(r"MCP endpoint: (?P<url>http://\S+/mcp)")
-DEFAULT_START_SECONDS: Final = 20.0
+DEFAULT_START_SECONDS: Final = 60.0  # a cold, loaded shared machine imports slowly
 DEFAULT_STOP_SECONDS: Final = 15.0
 SERVE_COMMAND: Final = (sys.executable, "-m", "expert_booking", "serve")
 _PR_SET_PDEATHSIG: Final = 1
