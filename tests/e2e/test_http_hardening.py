@@ -7,6 +7,7 @@ client clock tolerance, the gate's JSON-RPC answers, and one JSON line per refus
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -380,6 +381,10 @@ def test_a_bare_ipv6_host_is_refused_by_the_gate(port: int) -> None:
     assert response.json()["error"]["data"]["code"] == "HOST_NOT_ALLOWED"
 
 
+def _names_reason(reason: str, line: str) -> bool:
+    return f'"reason":"{reason}"' in line
+
+
 def test_every_stderr_line_is_json_and_refusals_are_logged(
     server: ServerProcess, port: int
 ) -> None:
@@ -389,7 +394,7 @@ def test_every_stderr_line_is_json_and_refusals_are_logged(
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         read_response(sock)
     for reason in ("HOST_NOT_ALLOWED", "HEADERS_TOO_LARGE", "HEADER_TIMEOUT"):
-        server.wait_for_stderr(lambda line, reason=reason: f'"reason":"{reason}"' in line)
+        server.wait_for_stderr(functools.partial(_names_reason, reason))
     lines = list(server.stderr_lines)
     records = [json.loads(line) for line in lines]  # raises on any plain-text line
     ready = [r for r in records if "MCP endpoint: http://127.0.0.1:" in r.get("message", "")]
@@ -409,17 +414,15 @@ def test_every_action_line_carries_the_observed_client_clock_skew(
     server: ServerProcess, port: int
 ) -> None:
     stamp = now_stamp()
-    body = enveloped(
-        "tools/call",
-        {"name": "tool_catalog.search", "arguments": {"query": "skew probe", "limit": 1}},
-        stamp,
-    )
+    span = uuid.uuid4()
+    arguments = {"query": "skew probe", "limit": 1, "requestSpanId": str(span)}
+    body = enveloped("tools/call", {"name": "tool_catalog.search", "arguments": arguments}, stamp)
     headers = {**stamped_headers(stamp, "tools/call"), "Mcp-Name": "tool_catalog.search"}
     response = exchange(port, request("/mcp", body, headers=headers))
     assert response is not None
     assert response.status == 200
     received = response.headers["x-mcp-server-received-at"]
-    line = server.wait_for_stderr(lambda text: '"action":"tool_catalog.search"' in text)
+    line = server.wait_for_stderr(lambda text: f'"trace_id":"{span.hex}"' in text)
     skew = json.loads(line)["clientSkewMs"]
     assert isinstance(skew, int)
     expected = (datetime.fromisoformat(received) - datetime.fromisoformat(stamp)) // timedelta(

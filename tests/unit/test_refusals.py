@@ -83,7 +83,12 @@ def test_a_flood_is_capped_per_second_and_the_rest_is_counted(stream: io.StringI
 def test_in_the_server_every_logger_writes_json_lines() -> None:
     out = io.StringIO()
     root = logging.getLogger()
+    uvicorn_error = logging.getLogger("uvicorn.error")
     before = (list(root.handlers), root.level)
+    uvicorn_before = (list(uvicorn_error.handlers), uvicorn_error.propagate)
+    # As uvicorn's own dictConfig leaves it: a plain-text handler, not propagating.
+    uvicorn_error.addHandler(logging.StreamHandler(io.StringIO()))
+    uvicorn_error.propagate = False
     handler = configure_logging(out, every_logger=True)
     try:
         logging.getLogger("uvicorn.error").error("[Errno 98] address already in use")
@@ -99,6 +104,8 @@ def test_in_the_server_every_logger_writes_json_lines() -> None:
         root.removeHandler(handler)
         root.handlers[:] = before[0]
         root.setLevel(before[1])
+        uvicorn_error.handlers[:] = uvicorn_before[0]
+        uvicorn_error.propagate = uvicorn_before[1]
     assert [line["logger"] for line in lines] == [
         "uvicorn.error",
         "mcp.server.transport_security",

@@ -383,7 +383,14 @@ def configure_logging(
     if every_logger:
         logging.getLogger().setLevel(logging.WARNING)
         logging.captureWarnings(capture=True)
+        for name in _SERVER_LOGGERS:  # their own handlers (uvicorn's dictConfig) write text
+            server_logger = logging.getLogger(name)
+            server_logger.handlers.clear()
+            server_logger.propagate = True
     return handler
+
+
+_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
 
 
 def startup_line(message: str) -> str:
