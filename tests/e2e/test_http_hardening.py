@@ -429,3 +429,22 @@ def test_every_action_line_carries_the_observed_client_clock_skew(
         milliseconds=1
     )
     assert skew == expected
+
+
+def test_a_request_answered_before_its_body_gets_no_second_answer(port: int) -> None:
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json\r\nContent-Length: 40000\r\n\r\n{"
+    )
+    with connect(port) as sock:
+        sock.sendall(head)  # declared over the 32 KiB body limit, then silence
+        first = read_response(sock)
+        assert first is not None
+        assert first.status == 413
+        rest = b""
+        try:
+            while chunk := sock.recv(65536):
+                rest += chunk
+        except ConnectionResetError:
+            pass
+        assert rest == b""  # closed at the body deadline, no 408 after the 413

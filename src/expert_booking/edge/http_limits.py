@@ -177,9 +177,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         cycle: RequestResponseCycle | None = self.cycle  # None before the first request
-        if cycle is not None and cycle.response_started and not cycle.response_complete:
+        answering = cycle is not None and cycle.response_started and not cycle.response_complete
+        answered = cycle is not None and cycle.response_complete and reason == "BODY_TIMEOUT"
+        if answering or answered:  # e.g. a 413 sent before the body: no second answer
             self._log(None, reason)
-            self.transport.close()  # a response is under way: it cannot become a 408
+            self.transport.close()
             return
         phase = "header section" if reason == "HEADER_TIMEOUT" else "body"
         seconds = (
