@@ -14,8 +14,8 @@ What runs (docs/perf-floor.md is the method):
   (``sched_setaffinity`` in the child before exec, as ``taskset -c 1``); this process (load
   generator and payment stub) is pinned to CPU 0:
 
-  - ``floor``: ``harness.floor_app`` (the same gates, timestamps, SDK and Litestar; one no-op
-    tool);
+  - ``floor``: ``harness.floor_app``, the bare SDK: its low-level ``Server`` with one async
+    no-op tool on Litestar + uvicorn, tuned as the CLI is, and nothing of this project's;
   - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
     tools are measured here;
   - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
@@ -28,9 +28,10 @@ What runs (docs/perf-floor.md is the method):
 * Per round (``--rounds``, order shuffled each round, floor included): for every configuration a
   short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window.
   Ratios are taken per round against the floor's no-op ``tools/call`` of the same round, then the
-  median over rounds is reported: p50 at c=1, req/s at c=16 and server CPU us/request at c=16
-  (the most noise-robust figure: utime+stime of the server process over the window). Other
-  tenants' CPU use is recorded per run; ratios over quiet rounds only are reported as well.
+  median over rounds is reported with its 95% confidence interval (``bench_report``): p50 at
+  c=1, req/s at c=16 and server CPU us/request at c=16 (utime+stime of the server process over
+  the window). Other tenants' CPU use is recorded per run; with enough quiet rounds the verdicts
+  read only those, and a verdict whose interval straddles its target says UNSURE.
 * Load generator: ``loadgen.RawHttpClient`` by default (one write per request, stamped exactly
   like ``ClientSentAtTransport``); ``--engine httpx2`` uses httpx2 + ``ClientSentAtTransport``,
   whose client CPU per request is about the floor server's, so its core saturates first.
@@ -38,7 +39,8 @@ What runs (docs/perf-floor.md is the method):
   the first ``tools/list`` answer, with warm bytecode (one unmeasured spawn first).
   Peak RSS: ``VmHWM`` of each server at the end.
 * Context bytes: the bytes of ``tools/list`` and the bytes a model must read to make one booking
-  (defined in ``booking_bytes``), measured through the official stamping transport.
+  (defined in ``booking_bytes``), measured through the official stamping transport and checked
+  against the committed ``harness/context-budget.json`` (the default ``nox`` enforces it too).
 
 The JSON report goes to ``--out`` (default ``bench-results/report-<UTC time>.json``).
 """
@@ -65,7 +67,7 @@ from typing import Any
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
 from harness.bench_cold_start import cold_start
-from harness.bench_context import booking_bytes
+from harness.bench_context import ContextBudget, booking_bytes, budget_problems
 from harness.bench_db import BENCH_PRICE, bench_slot_id, create_bench_db
 from harness.bench_report import Row, print_table, summarize
 from harness.bench_servers import (
@@ -76,7 +78,6 @@ from harness.bench_servers import (
     floor_server,
     peak_rss_kib,
     pin_to,
-    serve_floor,
 )
 from harness.loadgen import (
     Check,
@@ -117,11 +118,11 @@ class Plan:
 
 
 FULL = Plan(
-    rounds=3,
-    window_s=2.0,
-    warmup_s=0.4,
+    rounds=9,
+    window_s=1.5,
+    warmup_s=0.3,
     max_requests=50_000,
-    confirm_batch={1: 800, 16: 1500},
+    confirm_batch={1: 400, 16: 600},
     spawns=5,
     slots=40_000,
 )
@@ -158,6 +159,7 @@ class Bench:
     clients: dict[str, HttpClient]
     stub: PaymentStub
     get_booking_id: str
+    replayed_hold: dict[str, Any]  # the arguments of the seed hold: sent again, a replay
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
 
@@ -249,6 +251,13 @@ CONFIGS: tuple[Config, ...] = (
         "read",
         envelope_ok,
         lambda b: logical("booking.get_booking", {"bookingId": b.get_booking_id}),
+    ),
+    Config(
+        "call hold_slot (replay)",
+        "real",
+        "read",
+        envelope_ok,
+        lambda b: logical("booking.hold_slot", b.replayed_hold),
     ),
     Config(
         "call hold_slot",
@@ -381,10 +390,9 @@ async def run(
                 stack.push_async_callback(client.aclose)
                 clients[name] = client
             urls = {name: server.url for name, server in servers.items()}
+            replayed = hold_arguments("slot-law-002")
             seed_hold = await send(
-                clients["real"],
-                urls["real"],
-                logical("booking.hold_slot", hold_arguments("slot-law-002")),
+                clients["real"], urls["real"], logical("booking.hold_slot", replayed)
             )
             bench = Bench(
                 plan=plan,
@@ -393,12 +401,14 @@ async def run(
                 clients=clients,
                 stub=stub,
                 get_booking_id=seed_hold.envelope["data"]["bookingId"],
+                replayed_hold=replayed,
             )
             started = time.perf_counter()
             rows = await run_rounds(bench, configs)
             elapsed = time.perf_counter() - started
             async with make_http_client(connections=1) as official:
                 context = await booking_bytes(official, urls["real"], stub)
+            context["budget_problems"] = budget_problems(context, ContextBudget.load())
             rss = {name: peak_rss_kib(server.pid) for name, server in servers.items()}
         cold = await asyncio.to_thread(cold_start, plan.spawns, env, pin=pin)
     table = summarize(rows)
@@ -424,8 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smoke run with tiny counts")
     parser.add_argument("--out", type=Path, help="JSON report path")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 1)")
-    parser.add_argument("--window", type=float, help="seconds per measurement (default 2)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9, quick 1)")
+    parser.add_argument("--window", type=float, help="seconds per measurement (default 1.5)")
     parser.add_argument(
         "--slots", type=int, help="extra bench slots (default: what the rounds can use up)"
     )
@@ -448,14 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", metavar="CONFIG", help="cProfile one configuration in process")
     parser.add_argument("--requests", type=int, default=2000, help="in-process requests per config")
-    parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
-    # The CLI's flags, which the floor child gets like every server child.
-    parser.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.serve_floor:
-        return serve_floor(args.host, args.port)
     if args.only and (args.inprocess or args.profile):
         parser.error("--only applies to the HTTP benchmark (--profile picks one configuration)")
     configs = selected(args.only)

@@ -1,10 +1,17 @@
-"""Context bytes: what a model must read to make one booking, step by step."""
+"""Context bytes: what a model must read to make one booking, and the committed budget for it.
+
+``booking_bytes`` measures; ``budget_problems`` compares a measurement with
+``harness/context-budget.json``, the committed baseline that the default ``nox`` run enforces
+(``tests/integration/test_context_budget.py``) and the benchmark reports.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -106,3 +113,58 @@ async def booking_bytes(client: httpx2.AsyncClient, url: str, stub: PaymentStub)
         "one_booking_wire_bytes": sum(s["wire_bytes"] for s in steps),
         "steps": steps,
     }
+
+
+BUDGET_FILE = Path(__file__).resolve().with_name("context-budget.json")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBudget:
+    """The committed baseline (``context-budget.json``) and its limits."""
+
+    tools_list_wire_bytes: int
+    one_booking_model_bytes: int
+    tools_list_wire_max: int
+    tolerance: float
+
+    @classmethod
+    def load(cls, path: Path = BUDGET_FILE) -> ContextBudget:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return cls(
+            tools_list_wire_bytes=int(document["baseline"]["tools_list_wire_bytes"]),
+            one_booking_model_bytes=int(document["baseline"]["one_booking_model_bytes"]),
+            tools_list_wire_max=int(document["tools_list_wire_max"]),
+            tolerance=float(document["tolerance"]),
+        )
+
+
+def budget_problems(measured: dict[str, Any], budget: ContextBudget) -> list[str]:
+    """What is wrong with ``measured`` (a ``booking_bytes`` result); empty when within budget.
+
+    Each figure may move by at most ``tolerance`` either way from its baseline: growth beyond
+    it is a regression, and shrinking beyond it leaves a stale baseline that would let the next
+    growth pass unseen. A deliberate change updates ``context-budget.json`` in the same commit
+    and says why. ``tools/list`` must also stay within ``tools_list_wire_max`` bytes.
+    """
+    problems = []
+    listed = measured["tools_list_wire_bytes"]
+    if listed > budget.tools_list_wire_max:
+        problems.append(
+            f"tools/list response body is {listed} B, over the {budget.tools_list_wire_max} B cap"
+        )
+    for key, baseline in (
+        ("tools_list_wire_bytes", budget.tools_list_wire_bytes),
+        ("one_booking_model_bytes", budget.one_booking_model_bytes),
+    ):
+        value = measured[key]
+        if value > baseline * (1 + budget.tolerance):
+            problems.append(
+                f"{key} grew to {value} B, more than {budget.tolerance:.0%} over the baseline "
+                f"{baseline} B: shorten it, or raise the baseline in the same commit and say why"
+            )
+        elif value < baseline * (1 - budget.tolerance):
+            problems.append(
+                f"{key} shrank to {value} B, more than {budget.tolerance:.0%} under the baseline "
+                f"{baseline} B: lower the baseline in {BUDGET_FILE.name} to keep it enforced"
+            )
+    return problems

@@ -14,9 +14,10 @@ import pstats
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
+from starlette.types import ASGIApp
 
 from expert_booking.bootstrap import build_asgi_app
 from expert_booking.settings import Settings
@@ -43,7 +44,7 @@ def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:
 async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str, Any]:
     """Server CPU per request of every configuration, in this process, at concurrency 1.
 
-    The apps are the real ones (``build_asgi_app``; the floor's ``build_floor_app``) with the
+    The apps are the real ones (``build_asgi_app``; the bare-SDK ``build_floor_app``) with the
     payment service answered by an ``httpx.MockTransport`` (so confirm excludes the HTTP
     client's cost). Requests go straight into the ASGI app: the figure is the server's own
     CPU per request, without uvicorn and sockets. With ``profile`` set to a configuration
@@ -56,7 +57,7 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
         transport = httpx.MockTransport(_paid_for_every_booking)
         settings = Settings(payment_query_base_url="http://payments.test", hold_ttl_seconds=3600)
         apps = {
-            "floor": build_floor_app(settings),
+            "floor": cast("ASGIApp", build_floor_app()),
             "real": build_asgi_app(
                 dataclasses.replace(settings, db_path=tmp / "seed.db"), payments_transport=transport
             ),
@@ -72,9 +73,8 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
                 clients[name] = await stack.enter_async_context(make_http_client(inner=asgi))
             callers = {name: AsgiCaller(app) for name, app in apps.items()}
             url = "http://127.0.0.1:3000/mcp"
-            seed_hold = await callers["real"].send(
-                logical("booking.hold_slot", hold_arguments("slot-law-002"))
-            )
+            replayed = hold_arguments("slot-law-002")
+            seed_hold = await callers["real"].send(logical("booking.hold_slot", replayed))
             bench = Bench(
                 plan=dataclasses.replace(plan, confirm_batch={1: requests, 16: requests}),
                 urls=dict.fromkeys(apps, url),
@@ -82,6 +82,7 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
                 clients=clients,
                 stub=_NoStub(),  # type: ignore[arg-type]
                 get_booking_id=seed_hold.envelope["data"]["bookingId"],
+                replayed_hold=replayed,
             )
             for config in CONFIGS:
                 if profile is not None and config.name != profile:

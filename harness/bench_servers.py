@@ -29,9 +29,21 @@ def pin_to(cpu: int) -> Callable[[], None] | None:
     return pin
 
 
+# The three servers start at once on one CPU; in a fresh virtualenv without bytecode (uv
+# compiles none) each compiles every module it imports, on a shared box under load.
+START_SECONDS = 90.0
+
+
 def _server(command: list[str], db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
     preexec = pin_to(SERVER_CPU) if pin else None
-    return harness_server(command, db_path=db_path, env=env, preexec=preexec, keep_stderr=False)
+    return harness_server(
+        command,
+        db_path=db_path,
+        env=env,
+        preexec=preexec,
+        keep_stderr=False,
+        start_seconds=START_SECONDS,
+    )
 
 
 def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
@@ -39,18 +51,8 @@ def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProces
 
 
 def floor_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
-    """The floor server; it opens no database (``db_path`` only completes the CLI's flags)."""
-    return _server([sys.executable, "-m", "harness.bench", "--serve-floor"], db_path, env, pin=pin)
-
-
-def serve_floor(host: str, port: int) -> int:
-    """Child entry: the floor app, served the way ``expert-booking-mcp serve`` serves."""
-    from expert_booking.__main__ import serve
-    from expert_booking.settings import Settings
-    from harness.floor_app import build_floor_app
-
-    settings = Settings.from_env().with_overrides(host=host, port=port)
-    return serve(build_floor_app(settings), settings)
+    """The bare-SDK floor (``harness.floor_app``); ``db_path`` only completes the common flags."""
+    return _server([sys.executable, "-m", "harness.floor_app"], db_path, env, pin=pin)
 
 
 def check_pinned(pid: int) -> None:

@@ -56,13 +56,16 @@ def harness_server(
     env: Mapping[str, str] | None = None,
     preexec: Callable[[], None] | None = None,
     keep_stderr: bool = True,
+    start_seconds: float | None = None,
 ) -> ServerProcess:
     """A (not yet started) ``<command> --host 127.0.0.1 --port 0 --db ...`` child.
 
     Run from the repository root (so ``harness`` imports), killed when the thread that starts
-    it ends (a test runner killed by a timeout leaves no server behind).
+    it ends (a test runner killed by a timeout leaves no server behind). ``start_seconds``
+    overrides how long to wait for its ready line.
     """
     return ServerProcess(
+        **({} if start_seconds is None else {"start_seconds": start_seconds}),
         command=command,
         db_path=db_path,
         extra_args=extra_args,

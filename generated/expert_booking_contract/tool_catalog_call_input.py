@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 class ToolCatalogCallInput(BaseModel):
     """
-    Call one logical tool (found with tool_catalog.search, schema read with tool_catalog.read). arguments are passed on untransformed and validated strictly against that tool's input schema: no type conversion ("5" is not 5, and 3.0 is not the integer 3), no defaults filled in, unknown fields rejected, strings kept exactly and required to be valid Unicode text (no lone surrogates such as "\\ud800"). A violation returns INVALID_ARGUMENTS with the JSON Pointer of each offending field and runs nothing. Returns the logical tool's own envelope; its side effects, idempotency rules and error codes are those of the called tool. Own errors: INVALID_ARGUMENTS, TOOL_NOT_FOUND, INTERNAL_ERROR.
+    arguments are checked strictly against the tool's schema: no coercion ("5" is not 5, 3.0 is not 3), no defaults, no unknown fields, strings kept exactly; a violation runs nothing (INVALID_ARGUMENTS, each field's JSON Pointer). Side effects, idempotency and errors are the tool's own.
     """
 
     model_config = ConfigDict(
@@ -18,13 +18,13 @@ class ToolCatalogCallInput(BaseModel):
     )
     name: str
     """
-    Logical tool name exactly as listed by tool_catalog.search, e.g. "booking.search_available_slots". An unknown name returns TOOL_NOT_FOUND.
+    Logical tool name from tool_catalog.search (else TOOL_NOT_FOUND).
     """
     arguments: dict[str, Any]
     """
-    The logical tool's arguments, exactly as its input schema describes them.
+    The tool's arguments, exactly as its schema says.
     """
     requestSpanId: UUID
     """
-    UUID of the user request this call belongs to (required). The trace id in meta is derived from it, so calls sharing it share one trace; use a new UUID for each new user request.
+    UUID of the user request: new per request, shared by its calls (one meta.traceId).
     """

@@ -30,7 +30,7 @@ def test_quick_benchmark_measures_every_configuration_and_writes_the_report(
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
 

@@ -24,7 +24,7 @@ from expert_booking.edge import timestamps
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.wire_time import SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.settings import Settings
-from harness.floor_app import build_floor_app
+from harness.floor_app import build_floor_server
 from harness.inprocess import inprocess_app
 
 pytestmark = pytest.mark.anyio
@@ -467,7 +467,9 @@ async def test_the_official_client_through_the_adapter_sees_an_ordered_chain() -
     clock = TickingClock()  # one clock for both sides, so the chain is strictly ordered
     with anyio.fail_after(10):
         async with (
-            inprocess_app(build_floor_app(Settings(), clock=clock)) as transport,
+            inprocess_app(
+                create_app(mcp_server=build_floor_server(), settings=Settings(), clock=clock)
+            ) as transport,
             open_client(URL, transport=transport, clock=clock, on_exchange=recorder) as client,
         ):
             discovered = client.session.discover_result

@@ -63,27 +63,22 @@ is an envelope: act on error.code and error.recovery.action."""
 
 _DESCRIPTIONS = {
     CATALOG_SEARCH: (
-        "Step 1 of 3. Find the logical booking tool for a task (search expert slots, hold a "
-        "slot, confirm a booking, read a booking) by keywords in English, Chinese or German. "
-        "Returns name, title, uri and summary per match, best first, with total and nextCursor. "
-        "Next: read the tool's schema with tool_catalog.read. Read-only."
+        "Step 1 of 3: find the logical tool for a task (search slots, hold one, confirm or read "
+        "a booking): items {name, uri, summary}, best first, then nextCursor."
     ),
     CATALOG_READ: (
-        "Step 2 of 3. Read a logical tool's complete input schema (JSON Schema 2020-12) by uri, "
-        "offset and limit. Follow next until it is null; keep the joined document unchanged in "
-        "context and do not read it again (sha256 identifies it). Read-only."
+        "Step 2 of 3: read a logical tool's input schema page by page until next is null; keep "
+        "the joined document, do not read it again."
     ),
     CATALOG_CALL: (
-        "Step 3 of 3. Call a logical tool by name with arguments exactly as its schema "
-        "describes (validated strictly, never converted) and a requestSpanId UUID per user "
-        "request. A hold is not a booking: confirm only after the person approved the exact "
-        "confirmationIntent and paid at paymentPageUrl. Answers with an envelope "
+        "Step 3 of 3: run a logical tool. A hold is not a booking: confirm only after the "
+        "person approved the exact confirmationIntent and paid at paymentPageUrl. Result: "
         "{ok, data | error{code, message, retryable, details, recovery.action}, meta}."
     ),
 }
 _TITLES = {
-    CATALOG_SEARCH: "Search the booking tool catalog",
-    CATALOG_READ: "Read a booking tool's input schema",
+    CATALOG_SEARCH: "Find a booking tool",
+    CATALOG_READ: "Read a tool's input schema",
     CATALOG_CALL: "Call a booking tool",
 }
 
