@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from expert_booking.edge.tool_registry import LOGICAL_TOOLS as REGISTERED_TOOLS
+
 __all__ = (
     "CATALOG_TOOLS",
     "LOGICAL_TOOLS",
@@ -40,21 +42,13 @@ CATALOG_TOOLS: Final = {
 }
 """MCP tool name -> input schema stem."""
 
-LOGICAL_TOOLS: Final = {
-    "booking.search_available_slots": "booking_search_available_slots_input",
-    "booking.hold_slot": "booking_hold_slot_input",
-    "booking.confirm_booking": "booking_confirm_booking_input",
-    "booking.get_booking": "booking_get_booking_input",
-}
-"""Logical tool name (``tool_catalog.call``'s ``name``) -> input schema stem."""
+LOGICAL_TOOLS: Final = {tool.name: tool.input_schema for tool in REGISTERED_TOOLS}
+"""Logical tool name (``tool_catalog.call``'s ``name``) -> input schema stem (the registry's)."""
 
 RESULT_SCHEMAS: Final = {
     "tool_catalog.search": "tool_catalog_search_result",
     "tool_catalog.read": "tool_catalog_read_result",
-    "booking.search_available_slots": "slot_search_result",
-    "booking.hold_slot": "booking_snapshot",
-    "booking.confirm_booking": "booking_snapshot",
-    "booking.get_booking": "booking_snapshot",
+    **{tool.name: tool.result_schema for tool in REGISTERED_TOOLS},
 }
 """Tool or logical tool -> schema of ``data`` in a successful envelope."""
 

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from expert_booking.call_context import LOCAL, CallContext
 from expert_booking.domain.model import (
     Booking,
     BookingStatus,
@@ -43,6 +44,8 @@ SEED_ORDER = [
     "slot-fin-002",
 ]
 TRACE = TraceContext(trace_id="4bf92f3577b34da6a3ce929d0e0e4736", span_id="00f067aa0ba902b7")
+# The request every direct use-case call in the tests serves: the local caller, in TRACE.
+CONTEXT = CallContext(principal=LOCAL, trace=TRACE, client_sent_at=T0, server_received_at=T0)
 
 
 class MutableClock:

@@ -109,10 +109,8 @@ class Transaction(Protocol):
         """Free slots (no active booking, starting after ``now``) by start time; page and total."""
         ...
 
-    def get_slot(self, slot_id: str) -> Slot | None: ...
-
     def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
-        """``get_idempotency``, ``get_slot`` and ``next_hold_expiry`` in one statement.
+        """``get_idempotency``, the slot (joined with its expert) and ``next_hold_expiry`` at once.
 
         Valid before ``release_overdue``: a release changes neither the record nor the slot.
         """

@@ -26,8 +26,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from expert_booking.call_context import CallContext
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import (
     BookingError,
@@ -50,6 +51,7 @@ from expert_booking.domain.model import (
     Slot,
     canonical_idempotency_key,
     format_instant,
+    format_optional_instant,
 )
 from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
 from expert_booking.ports import (
@@ -59,16 +61,19 @@ from expert_booking.ports import (
     PaymentQueryPort,
     SlotQuery,
     SlotSearchResult,
-    TraceContext,
     Transaction,
 )
 from expert_booking.slot_cache import SlotSearchCache
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 logger = logging.getLogger("expert_booking.services")
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+# Namespaces of the stored idempotency records (their values are on disk: never rename them).
 HOLD_SCOPE = "booking.hold_slot"
 CONFIRM_SCOPE = "booking.confirm_booking"
 
@@ -124,13 +129,18 @@ class ConfirmBooking:
         object.__setattr__(self, "idempotency_key", canonical_idempotency_key(self.idempotency_key))
 
 
+@dataclass(frozen=True, slots=True)
+class GetBooking:
+    booking_id: str
+
+
 def new_booking_id() -> str:
     """Unguessable booking id (128 random bits); it doubles as the payment query id."""
     return f"booking-{secrets.token_hex(16)}"
 
 
 class BookingService:
-    """The booking core behind the four logical tools."""
+    """The booking core: one use case per logical tool, each ``(command, context)``."""
 
     def __init__(
         self,
@@ -146,7 +156,7 @@ class BookingService:
         self._policy = policy
         self._cache: SlotSearchCache[SlotPage] = SlotSearchCache()
 
-    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+    async def search_available_slots(self, command: SearchSlots, _context: CallContext) -> SlotPage:
         """Free slots matching the query, ordered by start time, one page at a time.
 
         Raises:
@@ -157,8 +167,8 @@ class BookingService:
             {
                 "text": query.text,
                 "specialty": query.specialty,
-                "startsAfter": _optional_instant(query.starts_after),
-                "startsBefore": _optional_instant(query.starts_before),
+                "startsAfter": format_optional_instant(query.starts_after),
+                "startsBefore": format_optional_instant(query.starts_before),
             }
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
@@ -204,7 +214,7 @@ class BookingService:
         self._after_write(released=released, changed=False)
         return found, now
 
-    async def hold_slot(self, command: HoldSlot) -> Booking:
+    async def hold_slot(self, command: HoldSlot, _context: CallContext) -> Booking:
         """Hold a free slot for ``hold_ttl``; the result carries the confirmation intent.
 
         Raises:
@@ -228,7 +238,7 @@ class BookingService:
         self._after_write(released=released, changed=isinstance(outcome, Booking))
         return _unwrap(outcome)
 
-    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
+    async def confirm_booking(self, command: ConfirmBooking, context: CallContext) -> Booking:
         """Confirm a held booking after human approval and a matching PAID payment.
 
         Raises:
@@ -246,7 +256,7 @@ class BookingService:
             return _unwrap(outcome)
 
         # Outside any transaction: a slow payment service never holds the store lock.
-        answer = await self._payments.query_payment(command.booking_id, trace)
+        answer = await self._payments.query_payment(command.booking_id, context.trace)
 
         def settle(
             tx: Transaction, command: ConfirmBooking, now: datetime
@@ -261,15 +271,16 @@ class BookingService:
             settled = payment_refusal(settled) or settled
         return _unwrap(settled)
 
-    async def get_booking(self, booking_id: str) -> Booking:
+    async def get_booking(self, command: GetBooking, _context: CallContext) -> Booking:
         """The booking as it is now (overdue holds released first).
 
         Raises:
             BookingNotFoundError: no booking has this id.
         """
+        booking_id = command.booking_id
         booking = await self._store.peek_booking(booking_id)
         # Judged after the read: a hold not overdue now was not overdue in the snapshot either.
-        if booking is not None and _overdue_hold(booking, self._clock.now()):
+        if booking is not None and booking.is_overdue(self._clock.now()):
 
             def work(tx: Transaction) -> tuple[Booking | None, int]:
                 released = tx.release_overdue(self._clock.now())
@@ -278,7 +289,7 @@ class BookingService:
             booking, released = await self._run(work)
             self._after_write(released=released, changed=False)
         if booking is None:
-            raise BookingNotFoundError(bookingId=booking_id)
+            raise BookingNotFoundError(booking_id=booking_id)
         return booking
 
     def _hold(
@@ -290,9 +301,9 @@ class BookingService:
         now: datetime,
     ) -> Booking | BookingError:
         if slot is None:
-            return SlotNotFoundError(slotId=command.slot_id)
+            return SlotNotFoundError(slot_id=command.slot_id)
         if slot.starts_at <= now:
-            return SlotUnavailableError("The slot has already started.", slotId=slot.slot_id)
+            return SlotUnavailableError("The slot has already started.", slot_id=slot.slot_id)
         booking_id = new_booking_id()
         booking = Booking(
             booking_id=booking_id,
@@ -336,7 +347,7 @@ class BookingService:
         """
         current = tx.get_booking(command.booking_id)
         if current is None:
-            return BookingNotFoundError(bookingId=command.booking_id)
+            return BookingNotFoundError(booking_id=command.booking_id)
         if current.status is BookingStatus.EXPIRED and answer.status is PaymentStatus.PAID:
             logger.warning(
                 "reconciliation needed: booking %s was paid after its hold expired",
@@ -404,7 +415,7 @@ class BookingService:
     ) -> BookingError | None:
         booking = tx.get_booking(command.booking_id)
         if booking is None:
-            return BookingNotFoundError(bookingId=command.booking_id)
+            return BookingNotFoundError(booking_id=command.booking_id)
         return _confirmable(booking, command.expected_version) or self._approval_refusal(
             command, booking, now
         )
@@ -443,10 +454,12 @@ def _replay_outcome(
     if record is None:
         return None
     if record.fingerprint != fingerprint:
-        return IdempotencyConflictError(idempotencyKey=key)
+        return IdempotencyConflictError(idempotency_key=key)
     if record.error_code is None:
         return record.booking
-    return payment_refusal(record.booking) or InvalidStateError(bookingId=record.booking.booking_id)
+    return payment_refusal(record.booking) or InvalidStateError(
+        booking_id=record.booking.booking_id
+    )
 
 
 def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
@@ -454,22 +467,18 @@ def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
     return next_hold_expiry is not None and next_hold_expiry <= now
 
 
-def _overdue_hold(booking: Booking, now: datetime) -> bool:
-    return booking.status is BookingStatus.HELD and booking.expires_at <= now
-
-
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:
     if booking.status is BookingStatus.EXPIRED:
-        return BookingExpiredError(bookingId=booking.booking_id, booking=booking)
+        return BookingExpiredError(booking_id=booking.booking_id, booking=booking)
     if booking.version != expected_version:
         return VersionConflictError(
-            bookingId=booking.booking_id,
-            expectedVersion=expected_version,
-            currentVersion=booking.version,
+            booking_id=booking.booking_id,
+            expected_version=expected_version,
+            current_version=booking.version,
         )
     if booking.status is not BookingStatus.HELD:
         return InvalidStateError(
-            bookingId=booking.booking_id, status=booking.status.value, booking=booking
+            booking_id=booking.booking_id, status=booking.status.value, booking=booking
         )
     return None
 
@@ -480,11 +489,7 @@ def _unwrap(outcome: Booking | BookingError) -> Booking:
     return outcome
 
 
-def _optional_instant(value: datetime | None) -> str | None:
-    return None if value is None else format_instant(value)
-
-
-def _fingerprint(command: HoldSlot | ConfirmBooking) -> str:
+def _fingerprint(command: DataclassInstance) -> str:
     """Digest of a command's arguments; equal arguments give equal fingerprints."""
     doc = dataclasses.asdict(command)
     doc.pop("idempotency_key")

@@ -189,7 +189,7 @@ async def check_after_restart(
             continue
         reply = await send(client, server.url, request)
         assert reply.envelope["ok"], (request, reply.message)
-        assert f'"bookingId":"{reply.envelope["data"]["bookingId"]}"' in stored[0][0]
+        assert f'"booking_id":"{reply.envelope["data"]["bookingId"]}"' in stored[0][0]
 
     assert not read_db(
         db_path,

@@ -157,6 +157,6 @@ def assert_one_paid_transition(db_path: Path, booking_id: str, *, expected_recor
         db_path,
         "SELECT COUNT(*) FROM idempotency WHERE scope = 'booking.confirm_booking' "
         "AND booking_json LIKE ?",
-        f'%"bookingId":"{booking_id}"%',
+        f'%"booking_id":"{booking_id}"%',
     )
     assert records == [(expected_records,)]

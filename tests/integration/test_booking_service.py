@@ -1,15 +1,19 @@
-"""BookingService on a real SQLite store with a settable clock and a scripted payment service.
+"""BookingService with a settable clock and a scripted payment service, on every store engine.
 
-The first five tests are the seed's most important scenarios (spec, 最重要的测试场景 1-5).
+Each test runs on the real SQLite store and on the in-memory fake of the store port
+(``tests/memory_store.py``), except the tests that inspect or lock the SQLite file itself
+(they take ``db_path``). The first five tests are the seed's most important scenarios (spec,
+最重要的测试场景 1-5).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -28,26 +32,28 @@ from expert_booking.domain.model import (
     HumanApproval,
     PaymentStatus,
 )
-from expert_booking.ports import SlotQuery
+from expert_booking.ports import BookingStore, SlotQuery
 from expert_booking.services import (
     BookingPolicy,
     BookingService,
     ConfirmBooking,
+    GetBooking,
     HoldSlot,
     SearchSlots,
     SlotPage,
 )
 from tests.fakes import (
     ALL,
+    CONTEXT,
     SEED_ORDER,
     SLOT_AI_001_STARTS_AT,
-    TRACE,
     FakePayments,
     MutableClock,
     answer,
     approval,
     transaction_held_open,
 )
+from tests.memory_store import MemoryBookingStore
 
 pytestmark = pytest.mark.anyio
 
@@ -58,6 +64,29 @@ POLICY = BookingPolicy(
     slot_cache_ttl=timedelta(seconds=5),
     payment_page_base_url="http://127.0.0.1:3100/pay",
 )
+
+
+ENGINES = ("sqlite", "memory")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test on a store runs on each engine; one that reads the SQLite file on SQLite only."""
+    if "store" not in metafunc.fixturenames:
+        return
+    own = inspect.signature(metafunc.function).parameters
+    metafunc.parametrize("store", ["sqlite"] if "db_path" in own else ENGINES, indirect=True)
+
+
+@pytest.fixture
+async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
+    if request.param == "memory":
+        yield MemoryBookingStore()
+        return
+    opened = await SqliteBookingStore.open(db_path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 @pytest.fixture
@@ -71,9 +100,7 @@ def payments() -> FakePayments:
 
 
 @pytest.fixture
-def service(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
-) -> BookingService:
+def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
     return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
@@ -95,7 +122,7 @@ async def _hold(
     command = HoldSlot(
         slot_id=slot_id, customer=customer or _customer(), idempotency_key=key or _key()
     )
-    return await service.hold_slot(command)
+    return await service.hold_slot(command, CONTEXT)
 
 
 def _confirm(
@@ -120,7 +147,7 @@ async def _refusal(call: Awaitable[Any]) -> BookingError:
 
 
 async def _search(service: BookingService, query: SlotQuery = ALL, limit: int = 20) -> SlotPage:
-    return await service.search_available_slots(SearchSlots(query=query, limit=limit))
+    return await service.search_available_slots(SearchSlots(query=query, limit=limit), CONTEXT)
 
 
 def _ids(page: SlotPage) -> list[str]:
@@ -164,7 +191,7 @@ async def test_a_held_slot_refuses_a_second_customer_until_the_hold_expires(
     assert "slot-ai-001" in _ids(await _search(service))
     second = await _hold(service, customer=_customer("Grace Hopper"))
     assert second.status is BookingStatus.HELD
-    expired = await service.get_booking(first.booking_id)
+    expired = await service.get_booking(GetBooking(first.booking_id), CONTEXT)
     assert expired.status is BookingStatus.EXPIRED
     assert expired.version == 2
     assert expired.confirmation_intent is None
@@ -184,15 +211,15 @@ async def test_a_pending_payment_keeps_the_hold_and_a_later_paid_answer_confirms
     )
     command = _confirm(booking, approval(booking, clock.now()))
 
-    pending = await _refusal(service.confirm_booking(command, TRACE))
+    pending = await _refusal(service.confirm_booking(command, CONTEXT))
     assert pending.code == "PAYMENT_PENDING"
     assert pending.retryable is True
-    unchanged = await service.get_booking(booking.booking_id)
+    unchanged = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert unchanged == booking
     assert unchanged.confirmation_intent is not None
 
     clock.advance(10)
-    confirmed = await service.confirm_booking(command, TRACE)
+    confirmed = await service.confirm_booking(command, CONTEXT)
     assert confirmed.status is BookingStatus.CONFIRMED
     assert confirmed.version == 2
     assert confirmed.confirmed_at == clock.now()
@@ -200,15 +227,15 @@ async def test_a_pending_payment_keeps_the_hold_and_a_later_paid_answer_confirms
     assert confirmed.payment.paid_at == paid_at
     assert confirmed.payment.query_id == booking.booking_id
     assert confirmed.confirmation_intent is None
-    assert await service.get_booking(booking.booking_id) == confirmed
+    assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == confirmed
     assert payments.queried_ids == [booking.booking_id, booking.booking_id]
 
     again = _confirm(booking, approval(booking, clock.now()))
-    conflict = await _refusal(service.confirm_booking(again, TRACE))
+    conflict = await _refusal(service.confirm_booking(again, CONTEXT))
     assert conflict.code == "VERSION_CONFLICT"
     wrong_state = _confirm(confirmed, approval(confirmed, clock.now()))
-    assert (await _refusal(service.confirm_booking(wrong_state, TRACE))).code == "INVALID_STATE"
-    assert await service.get_booking(booking.booking_id) == confirmed
+    assert (await _refusal(service.confirm_booking(wrong_state, CONTEXT))).code == "INVALID_STATE"
+    assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == confirmed
     assert len(payments.calls) == 2
 
 
@@ -221,12 +248,12 @@ async def test_a_paid_answer_with_a_wrong_amount_changes_nothing(
     )
 
     refused = await _refusal(
-        service.confirm_booking(_confirm(booking, approval(booking, clock.now())), TRACE)
+        service.confirm_booking(_confirm(booking, approval(booking, clock.now())), CONTEXT)
     )
 
     assert refused.code == "PAYMENT_MISMATCH"
     assert refused.details["fields"] == ["amount"]
-    after = await service.get_booking(booking.booking_id)
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert after.status is BookingStatus.HELD
     assert after.payment.status is PaymentStatus.PENDING
     assert after.version == 1
@@ -255,12 +282,14 @@ async def test_a_replayed_confirmation_returns_the_same_booking_and_a_changed_on
     booking = await _hold(service)
     payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
     command = _confirm(booking, approval(booking, clock.now()))
-    confirmed = await service.confirm_booking(command, TRACE)
+    confirmed = await service.confirm_booking(command, CONTEXT)
 
     clock.advance(1000)  # a replay answers from the record, even with a stale approval
-    assert await service.confirm_booking(command, TRACE) == confirmed
+    assert await service.confirm_booking(command, CONTEXT) == confirmed
     drifted = replace(command, expected_version=2)
-    assert (await _refusal(service.confirm_booking(drifted, TRACE))).code == "IDEMPOTENCY_CONFLICT"
+    assert (
+        await _refusal(service.confirm_booking(drifted, CONTEXT))
+    ).code == "IDEMPOTENCY_CONFLICT"
     assert len(payments.calls) == 1
 
 
@@ -271,11 +300,11 @@ async def test_a_stale_approval_never_queries_payment(
     approved = approval(booking, clock.now())
     clock.advance(126)
 
-    refused = await _refusal(service.confirm_booking(_confirm(booking, approved), TRACE))
+    refused = await _refusal(service.confirm_booking(_confirm(booking, approved), CONTEXT))
 
     assert refused.code == "HUMAN_APPROVAL_EXPIRED"
     assert payments.calls == []
-    assert await service.get_booking(booking.booking_id) == booking
+    assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == booking
 
 
 # --- every error code of the core ------------------------------------------------------------
@@ -295,16 +324,20 @@ async def test_holding_a_slot_that_has_started_is_slot_unavailable(
 async def test_an_unknown_booking_is_booking_not_found(
     service: BookingService, clock: MutableClock, payments: FakePayments
 ) -> None:
-    assert (await _refusal(service.get_booking("booking-nope"))).code == "BOOKING_NOT_FOUND"
+    assert (
+        await _refusal(service.get_booking(GetBooking("booking-nope"), CONTEXT))
+    ).code == "BOOKING_NOT_FOUND"
     ghost = replace(await _hold(service), booking_id="booking-nope")
     command = _confirm(ghost, approval(ghost, clock.now()))
-    assert (await _refusal(service.confirm_booking(command, TRACE))).code == "BOOKING_NOT_FOUND"
+    assert (await _refusal(service.confirm_booking(command, CONTEXT))).code == "BOOKING_NOT_FOUND"
     assert payments.calls == []
 
 
 async def test_a_garbage_cursor_is_invalid_cursor(service: BookingService) -> None:
     search = SearchSlots(query=ALL, limit=2, cursor="garbage")
-    assert (await _refusal(service.search_available_slots(search))).code == "INVALID_CURSOR"
+    assert (
+        await _refusal(service.search_available_slots(search, CONTEXT))
+    ).code == "INVALID_CURSOR"
 
 
 async def test_confirming_an_expired_hold_is_booking_expired(
@@ -313,7 +346,7 @@ async def test_confirming_an_expired_hold_is_booking_expired(
     booking = await _hold(service)
     clock.advance(300)
     command = _confirm(booking, approval(booking, clock.now()))
-    refused = await _refusal(service.confirm_booking(command, TRACE))
+    refused = await _refusal(service.confirm_booking(command, CONTEXT))
     assert refused.code == "BOOKING_EXPIRED"
     assert payments.calls == []
 
@@ -323,9 +356,9 @@ async def test_confirming_with_another_expected_version_is_version_conflict(
 ) -> None:
     booking = await _hold(service)
     command = _confirm(booking, approval(booking, clock.now()), expected_version=2)
-    refused = await _refusal(service.confirm_booking(command, TRACE))
+    refused = await _refusal(service.confirm_booking(command, CONTEXT))
     assert refused.code == "VERSION_CONFLICT"
-    assert refused.details["currentVersion"] == 1
+    assert refused.details["current_version"] == 1
     assert payments.calls == []
 
 
@@ -358,9 +391,9 @@ async def test_an_unusable_approval_is_refused_without_querying_payment(
 ) -> None:
     booking = await _hold(service)
     command = _confirm(booking, make_approval(booking, clock.now()))
-    assert (await _refusal(service.confirm_booking(command, TRACE))).code == code
+    assert (await _refusal(service.confirm_booking(command, CONTEXT))).code == code
     assert payments.calls == []
-    assert await service.get_booking(booking.booking_id) == booking
+    assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == booking
 
 
 async def test_an_unreachable_payment_service_is_retryable_and_changes_nothing(
@@ -374,12 +407,12 @@ async def test_an_unreachable_payment_service_is_retryable_and_changes_nothing(
     )
     command = _confirm(booking, approval(booking, clock.now()))
 
-    refused = await _refusal(service.confirm_booking(command, TRACE))
+    refused = await _refusal(service.confirm_booking(command, CONTEXT))
     assert refused.code == "PAYMENT_UNAVAILABLE"
     assert refused.retryable is True
-    assert await service.get_booking(booking.booking_id) == booking
+    assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == booking
 
-    retried = await service.confirm_booking(command, TRACE)
+    retried = await service.confirm_booking(command, CONTEXT)
     assert retried.status is BookingStatus.CONFIRMED
 
 
@@ -403,19 +436,19 @@ async def test_a_failed_or_closed_payment_releases_the_slot(
     payments.script(booking.booking_id, answer(booking, status))
     command = _confirm(booking, approval(booking, clock.now()))
 
-    refused = await _refusal(service.confirm_booking(command, TRACE))
+    refused = await _refusal(service.confirm_booking(command, CONTEXT))
     assert refused.code == code
-    after = await service.get_booking(booking.booking_id)
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert after.status is released
     assert after.version == 2
     assert after.confirmation_intent is None
     assert refused.booking == after
 
-    replayed = await _refusal(service.confirm_booking(command, TRACE))
+    replayed = await _refusal(service.confirm_booking(command, CONTEXT))
     assert replayed.code == code
     assert len(payments.calls) == 1
     fresh = _confirm(after, approval(booking, clock.now()))
-    assert (await _refusal(service.confirm_booking(fresh, TRACE))).code == "INVALID_STATE"
+    assert (await _refusal(service.confirm_booking(fresh, CONTEXT))).code == "INVALID_STATE"
 
     rehold = await _hold(service, customer=_customer("Grace Hopper"))
     assert rehold.status is BookingStatus.HELD
@@ -450,7 +483,7 @@ async def test_reads_are_answered_while_another_process_writes_if_no_hold_is_ove
             competitor.execute("BEGIN IMMEDIATE")
             competitor.execute("DELETE FROM bookings")  # uncommitted: invisible to readers
             with anyio.fail_after(5):
-                assert await service.get_booking(booking.booking_id) == booking
+                assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == booking
                 page = await _search(service)
             competitor.execute("ROLLBACK")
         assert _ids(page) == [slot for slot in SEED_ORDER if slot != "slot-ai-001"]
@@ -470,13 +503,13 @@ async def test_a_read_that_meets_an_overdue_hold_releases_it_in_a_write_transact
         with _raw(db_path) as competitor:
             competitor.execute("BEGIN IMMEDIATE")
             # Neither read may answer from the unreleased row; both need the write lock.
-            assert (await _refusal(service.get_booking(booking.booking_id))).code == (
-                "STORAGE_BUSY"
-            )
+            assert (
+                await _refusal(service.get_booking(GetBooking(booking.booking_id), CONTEXT))
+            ).code == ("STORAGE_BUSY")
             assert (await _refusal(_search(service))).code == "STORAGE_BUSY"
             competitor.execute("ROLLBACK")
         assert "slot-ai-001" in _ids(await _search(service))
-        after = await service.get_booking(booking.booking_id)
+        after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
         assert (after.status, after.version) == (BookingStatus.EXPIRED, 2)
     finally:
         await store.close()
@@ -495,18 +528,18 @@ async def test_an_overdue_hold_of_another_slot_is_released_before_a_search_answe
 
 
 async def test_reads_do_not_wait_for_this_process_s_write_transaction_nor_see_it(
-    service: BookingService, store: SqliteBookingStore
+    service: BookingService, store: BookingStore
 ) -> None:
     booking = await _hold(service)
     expired = replace(booking, status=BookingStatus.EXPIRED, version=2)
     with anyio.fail_after(5):
         async with transaction_held_open(store, lambda tx: tx.update_booking(expired, 1)):
-            assert await service.get_booking(booking.booking_id) == booking
+            assert await service.get_booking(GetBooking(booking.booking_id), CONTEXT) == booking
             assert "slot-ai-001" not in _ids(await _search(service))
 
 
 async def test_a_hold_whose_caller_was_cancelled_runs_whole_and_drops_the_slot_cache(
-    service: BookingService, store: SqliteBookingStore
+    service: BookingService, store: BookingStore
 ) -> None:
     assert not (await _search(service)).cache_hit
     assert (await _search(service)).cache_hit
@@ -546,10 +579,10 @@ async def test_a_payment_that_succeeds_after_the_hold_expired_is_refused_as_expi
     command = _confirm(booking, approval(booking, clock.now()))
 
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
-        refused = await _refusal(service.confirm_booking(command, TRACE))
+        refused = await _refusal(service.confirm_booking(command, CONTEXT))
 
     assert refused.code == "BOOKING_EXPIRED"
-    after = await service.get_booking(booking.booking_id)
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert after.status is BookingStatus.EXPIRED
     assert after.version == 2
     assert after.payment.status is PaymentStatus.PENDING
@@ -568,15 +601,15 @@ async def test_an_approval_that_goes_stale_during_a_slow_payment_query_confirms_
     payments.script(booking.booking_id, slow_paid_answer)
     command = _confirm(booking, approval(booking, clock.now()))
 
-    refused = await _refusal(service.confirm_booking(command, TRACE))
+    refused = await _refusal(service.confirm_booking(command, CONTEXT))
 
     assert refused.code == "HUMAN_APPROVAL_EXPIRED"
-    after = await service.get_booking(booking.booking_id)
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert (after.status, after.version) == (BookingStatus.HELD, 1)
 
 
 async def test_expiry_is_judged_by_the_time_the_store_was_acquired_not_requested(
-    service: BookingService, store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
+    service: BookingService, store: BookingStore, clock: MutableClock, payments: FakePayments
 ) -> None:
     booking = await _hold(service)
     payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
@@ -587,13 +620,13 @@ async def test_expiry_is_judged_by_the_time_the_store_was_acquired_not_requested
         tasks.start_soon(_confirm_expecting, service, command, "BOOKING_EXPIRED")
         await anyio.wait_all_tasks_blocked()
         clock.advance(30)
-    after = await service.get_booking(booking.booking_id)
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert after.status is BookingStatus.EXPIRED
     assert payments.calls == []
 
 
 async def _confirm_expecting(service: BookingService, command: ConfirmBooking, code: str) -> None:
-    refused = await _refusal(service.confirm_booking(command, TRACE))
+    refused = await _refusal(service.confirm_booking(command, CONTEXT))
     assert refused.code == code
 
 
@@ -604,7 +637,7 @@ async def test_a_hold_never_outlives_the_start_of_its_slot(
     booking = await _hold(service)
     assert booking.expires_at == SLOT_AI_001_STARTS_AT
     clock.advance(60)
-    after = await service.get_booking(booking.booking_id)
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
     assert after.status is BookingStatus.EXPIRED
 
 
@@ -643,7 +676,9 @@ async def test_a_cursor_chain_lists_every_free_slot_exactly_once(
     seen: list[str] = []
     cursor: str | None = None
     for _ in range(10):
-        page = await service.search_available_slots(SearchSlots(ALL, limit=2, cursor=cursor))
+        page = await service.search_available_slots(
+            SearchSlots(ALL, limit=2, cursor=cursor), CONTEXT
+        )
         assert page.total == 6
         seen += _ids(page)
         cursor = page.next_cursor
@@ -655,11 +690,13 @@ async def test_a_cursor_chain_lists_every_free_slot_exactly_once(
 async def test_a_cursor_reused_with_another_query_is_invalid_cursor(
     service: BookingService,
 ) -> None:
-    first = await service.search_available_slots(SearchSlots(ALL, limit=2))
+    first = await service.search_available_slots(SearchSlots(ALL, limit=2), CONTEXT)
     assert first.next_cursor is not None
     other = SlotQuery(text="AI", specialty=None, starts_after=None, starts_before=None)
     search = SearchSlots(other, limit=2, cursor=first.next_cursor)
-    assert (await _refusal(service.search_available_slots(search))).code == "INVALID_CURSOR"
+    assert (
+        await _refusal(service.search_available_slots(search, CONTEXT))
+    ).code == "INVALID_CURSOR"
 
 
 @pytest.mark.parametrize(
@@ -705,7 +742,7 @@ async def test_the_cache_expires_after_its_ttl(
 
 
 async def test_the_cache_never_serves_a_page_past_a_hold_expiry(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
+    store: BookingStore, clock: MutableClock, payments: FakePayments
 ) -> None:
     long_cache = replace(POLICY, slot_cache_ttl=timedelta(hours=1))
     service = BookingService(store=store, payments=payments, clock=clock, policy=long_cache)
@@ -731,7 +768,7 @@ async def test_a_confirmation_invalidates_the_cache(
     await _search(service)
     assert (await _search(service)).cache_hit is True
     await _refusal(
-        service.confirm_booking(_confirm(booking, approval(booking, clock.now())), TRACE)
+        service.confirm_booking(_confirm(booking, approval(booking, clock.now())), CONTEXT)
     )
     after = await _search(service)
     assert after.cache_hit is False
@@ -739,11 +776,11 @@ async def test_a_confirmation_invalidates_the_cache(
 
 
 async def test_with_the_system_clock_a_stored_booking_reads_back_equal(
-    store: SqliteBookingStore, payments: FakePayments
+    store: BookingStore, payments: FakePayments
 ) -> None:
     """SystemClock has millisecond precision, the precision instants are stored with."""
     service = BookingService(store=store, payments=payments, clock=SystemClock(), policy=POLICY)
     held = await _hold(service)
     assert held.held_at.microsecond % 1000 == 0
     assert held.held_at.utcoffset() == timedelta(0)
-    assert await service.get_booking(held.booking_id) == held
+    assert await service.get_booking(GetBooking(held.booking_id), CONTEXT) == held

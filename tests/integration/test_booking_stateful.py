@@ -43,8 +43,14 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
-from expert_booking.services import BookingPolicy, BookingService, ConfirmBooking, HoldSlot
-from tests.fakes import TRACE, FakePayments, MutableClock, answer, approval
+from expert_booking.services import (
+    BookingPolicy,
+    BookingService,
+    ConfirmBooking,
+    GetBooking,
+    HoldSlot,
+)
+from tests.fakes import CONTEXT, FakePayments, MutableClock, answer, approval
 
 T = TypeVar("T")
 
@@ -210,7 +216,7 @@ class BookingMachine(RuleBasedStateMachine):
         slot_id = command.slot_id
         taken = self.slot_is_taken(slot_id)
 
-        outcome = self.call(self.service.hold_slot(command))
+        outcome = self.call(self.service.hold_slot(command, CONTEXT))
         event(f"hold -> {outcome if isinstance(outcome, str) else outcome.status.value}")
 
         if previous is not None:
@@ -283,7 +289,7 @@ class BookingMachine(RuleBasedStateMachine):
         self.payments.script(command.booking_id, self._answer(target.snapshot, answer_kind))
         calls_before = len(self.payments.calls)
 
-        outcome = self.call(self.service.confirm_booking(command, TRACE))
+        outcome = self.call(self.service.confirm_booking(command, CONTEXT))
         event(f"confirm -> {outcome if isinstance(outcome, str) else outcome.status.value}")
 
         queried = len(self.payments.calls) > calls_before
@@ -321,7 +327,7 @@ class BookingMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def get(self, data: st.DataObject) -> None:
         booking_id = data.draw(st.sampled_from(list(self.bookings)), label="booking")
-        booking = self.run(self.service.get_booking(booking_id))
+        booking = self.run(self.service.get_booking(GetBooking(booking_id), CONTEXT))
         assert (booking.status, booking.version) == self.bookings[booking_id].effective(
             self.clock.now()
         )

@@ -25,15 +25,24 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from expert_booking.bootstrap import build_asgi_app
+from expert_booking.call_context import CallContext
 from expert_booking.client import open_client
 from expert_booking.domain.model import Booking, Customer, format_instant
 from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.observability import ACTION_LOGGER, ROOT_LOGGER, configure_logging
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.ports import TraceContext
-from expert_booking.services import ConfirmBooking, HoldSlot, SearchSlots, SlotPage
+from expert_booking.services import (
+    BookingService,
+    ConfirmBooking,
+    GetBooking,
+    HoldSlot,
+    SearchSlots,
+    SlotPage,
+)
 from expert_booking.settings import Settings
 from harness.inprocess import inprocess_app
+from harness.openapi import RESULT_SCHEMAS
 from tests.fakes import MutableClock, logged_text, make_booking
 
 pytestmark = pytest.mark.anyio
@@ -45,14 +54,6 @@ URL = "http://127.0.0.1:3000/mcp"
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
 CUSTOMER = {"name": "Quentin Zyx-Distinctive", "email": "Quentin.ZYX@Distinct-Example.ORG"}
-RESULT_SCHEMAS = {
-    "tool_catalog.search": "tool_catalog_search_result",
-    "tool_catalog.read": "tool_catalog_read_result",
-    "booking.search_available_slots": "slot_search_result",
-    "booking.hold_slot": "booking_snapshot",
-    "booking.confirm_booking": "booking_snapshot",
-    "booking.get_booking": "booking_snapshot",
-}
 
 
 @dataclass
@@ -503,19 +504,66 @@ async def test_an_unknown_mcp_tool_is_a_protocol_error(stack: Stack) -> None:
     assert excinfo.value.error.code == types.INVALID_PARAMS
 
 
-class ExplodingService:
+async def test_a_logical_tool_called_directly_is_told_to_go_through_tool_catalog_call(
+    stack: Stack,
+) -> None:
+    with pytest.raises(MCPError) as excinfo:
+        await stack.client.call_tool("booking.search_available_slots", {"query": "", "limit": 1})
+    error = excinfo.value.error
+    assert error.code == types.INVALID_PARAMS
+    assert "tool_catalog.call" in error.message
+    assert '"name": "booking.search_available_slots"' in error.message
+    assert error.data == {
+        "name": "booking.search_available_slots",
+        "callThrough": "tool_catalog.call",
+    }
+    with pytest.raises(MCPError) as excinfo:
+        await stack.client.call_tool("booking.nope", {})
+    assert "tool_catalog.call" not in excinfo.value.error.message
+
+
+async def test_tool_annotations_are_honest_about_what_each_tool_reaches(stack: Stack) -> None:
+    listing = await stack.client.list_tools()
+    hints = {
+        tool.name: tool.annotations.model_dump(exclude_none=True)
+        for tool in listing.tools
+        if tool.annotations is not None
+    }
+    read_only = {
+        "read_only_hint": True,
+        "destructive_hint": False,
+        "idempotent_hint": True,
+        "open_world_hint": False,
+    }
+    assert hints == {
+        "tool_catalog.search": read_only,
+        "tool_catalog.read": read_only,
+        # It proxies the holds and confirmations: a write, reaching the payment service.
+        "tool_catalog.call": {
+            "read_only_hint": False,
+            "destructive_hint": False,
+            "idempotent_hint": True,
+            "open_world_hint": True,
+        },
+    }
+
+
+class ExplodingService(BookingService):
     """A booking service whose every use case fails with an unexpected exception."""
 
-    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+    def __init__(self) -> None:
+        """Nothing behind it: every use case is overridden."""
+
+    async def search_available_slots(self, command: SearchSlots, _: CallContext) -> SlotPage:
         raise RuntimeError("sqlite3.OperationalError at /srv/secret/booking.db")
 
-    async def hold_slot(self, command: HoldSlot) -> Booking:
+    async def hold_slot(self, command: HoldSlot, _: CallContext) -> Booking:
         raise RuntimeError("sqlite3.OperationalError at /srv/secret/booking.db")
 
-    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
+    async def confirm_booking(self, command: ConfirmBooking, _: CallContext) -> Booking:
         raise RuntimeError("unreachable")
 
-    async def get_booking(self, booking_id: str) -> Booking:
+    async def get_booking(self, command: GetBooking, _: CallContext) -> Booking:
         raise RuntimeError("unreachable")
 
 
@@ -566,27 +614,27 @@ async def test_in_process_calls_without_a_client_timestamp_are_refused() -> None
     assert excinfo.value.error.data == {"code": "MISSING_CLIENT_TIMESTAMP"}
 
 
-@dataclass
-class RecordingService:
+class RecordingService(BookingService):
     """Answers every use case with one booking and records what it was given."""
 
-    booking: Booking
-    seen: list[object] = field(default_factory=list)
+    def __init__(self, booking: Booking) -> None:
+        self.booking = booking
+        self.seen: list[object] = []
 
-    async def search_available_slots(self, command: SearchSlots) -> SlotPage:
+    async def search_available_slots(self, command: SearchSlots, _: CallContext) -> SlotPage:
         self.seen.append(command)
         return SlotPage((), total=0, next_cursor=None, cache_hit=True)
 
-    async def hold_slot(self, command: HoldSlot) -> Booking:
+    async def hold_slot(self, command: HoldSlot, _: CallContext) -> Booking:
         self.seen.append(command)
         return self.booking
 
-    async def confirm_booking(self, command: ConfirmBooking, trace: TraceContext) -> Booking:
-        self.seen.append((command, trace))
+    async def confirm_booking(self, command: ConfirmBooking, context: CallContext) -> Booking:
+        self.seen.append((command, context.trace))
         return self.booking
 
-    async def get_booking(self, booking_id: str) -> Booking:
-        self.seen.append(booking_id)
+    async def get_booking(self, command: GetBooking, _: CallContext) -> Booking:
+        self.seen.append(command.booking_id)
         return self.booking
 
 

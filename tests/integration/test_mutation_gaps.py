@@ -20,15 +20,17 @@ import pytest
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
+from expert_booking.edge.error_texts import wire_details
 from expert_booking.ports import SlotQuery
 from expert_booking.services import (
     BookingPolicy,
     BookingService,
     ConfirmBooking,
+    GetBooking,
     HoldSlot,
     SearchSlots,
 )
-from tests.fakes import TRACE, FakePayments, MutableClock, answer, approval
+from tests.fakes import CONTEXT, FakePayments, MutableClock, answer, approval
 
 pytestmark = pytest.mark.anyio
 
@@ -82,12 +84,12 @@ def _window(after: str | None, before: str | None) -> SlotQuery:
 async def test_searches_that_differ_only_by_date_window_do_not_share_a_cache_entry(
     service: BookingService,
 ) -> None:
-    everything = await service.search_available_slots(SearchSlots(_window(None, None), 2))
+    everything = await service.search_available_slots(SearchSlots(_window(None, None), 2), CONTEXT)
     later = await service.search_available_slots(
-        SearchSlots(_window("2030-09-03T00:00:00+00:00", None), 2)
+        SearchSlots(_window("2030-09-03T00:00:00+00:00", None), 2), CONTEXT
     )
     earlier = await service.search_available_slots(
-        SearchSlots(_window(None, "2030-09-02T05:00:00+00:00"), 2)
+        SearchSlots(_window(None, "2030-09-02T05:00:00+00:00"), 2), CONTEXT
     )
     assert not later.cache_hit
     assert not earlier.cache_hit
@@ -99,7 +101,8 @@ async def test_searches_that_differ_only_by_date_window_do_not_share_a_cache_ent
     assert everything.next_cursor is not None
     refused = await _refused(
         service.search_available_slots(
-            SearchSlots(_window("2030-09-03T00:00:00+00:00", None), 2, everything.next_cursor)
+            SearchSlots(_window("2030-09-03T00:00:00+00:00", None), 2, everything.next_cursor),
+            CONTEXT,
         )
     )
     assert refused.code == "INVALID_CURSOR"
@@ -108,32 +111,32 @@ async def test_searches_that_differ_only_by_date_window_do_not_share_a_cache_ent
 async def test_hold_releases_an_overdue_hold_of_the_same_slot_itself(
     service: BookingService, clock: MutableClock
 ) -> None:
-    first = await service.hold_slot(_hold())
+    first = await service.hold_slot(_hold(), CONTEXT)
     clock.advance(POLICY.hold_ttl.total_seconds())  # expiresAt reached: overdue
     # No search or get in between: only the hold's own release can free the slot.
-    second = await service.hold_slot(_hold())
+    second = await service.hold_slot(_hold(), CONTEXT)
     assert second.status is BookingStatus.HELD
     assert second.booking_id != first.booking_id
-    expired = await service.get_booking(first.booking_id)
+    expired = await service.get_booking(GetBooking(first.booking_id), CONTEXT)
     assert (expired.status, expired.version) == (BookingStatus.EXPIRED, 2)
 
 
 async def test_the_payment_page_url_has_one_slash_before_the_booking_id(
     service: BookingService,
 ) -> None:
-    held = await service.hold_slot(_hold())
+    held = await service.hold_slot(_hold(), CONTEXT)
     assert held.payment_page_url == f"http://127.0.0.1:3100/pay/{held.booking_id}"
 
 
 async def test_a_failed_answer_carrying_paid_at_records_no_paid_time(
     service: BookingService, clock: MutableClock, payments: FakePayments
 ) -> None:
-    held = await service.hold_slot(_hold())
+    held = await service.hold_slot(_hold(), CONTEXT)
     payments.script(held.booking_id, answer(held, "FAILED", paid_at=clock.now()))
     command = ConfirmBooking(held.booking_id, 1, str(uuid.uuid4()), approval(held, clock.now()))
-    refused = await _refused(service.confirm_booking(command, TRACE))
+    refused = await _refused(service.confirm_booking(command, CONTEXT))
     assert refused.code == "PAYMENT_FAILED"
-    stored = await service.get_booking(held.booking_id)
+    stored = await service.get_booking(GetBooking(held.booking_id), CONTEXT)
     assert stored.status is BookingStatus.PAYMENT_FAILED
     assert stored.payment.paid_at is None
 
@@ -144,11 +147,11 @@ async def test_an_ordinary_paid_confirm_logs_no_reconciliation_warning(
     payments: FakePayments,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    held = await service.hold_slot(_hold())
+    held = await service.hold_slot(_hold(), CONTEXT)
     payments.script(held.booking_id, answer(held, "PAID", paid_at=clock.now()))
     command = ConfirmBooking(held.booking_id, 1, str(uuid.uuid4()), approval(held, clock.now()))
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
-        confirmed = await service.confirm_booking(command, TRACE)
+        confirmed = await service.confirm_booking(command, CONTEXT)
     assert confirmed.status is BookingStatus.CONFIRMED
     assert not [r for r in caplog.records if "reconciliation" in r.getMessage()]
 
@@ -157,24 +160,26 @@ async def test_an_idempotency_key_in_upper_case_replays_the_same_hold(
     service: BookingService,
 ) -> None:
     key = str(uuid.uuid4())
-    first = await service.hold_slot(_hold(key=key))
-    again = await service.hold_slot(_hold(key=key.upper()))
+    first = await service.hold_slot(_hold(key=key), CONTEXT)
+    again = await service.hold_slot(_hold(key=key.upper()), CONTEXT)
     assert again == first
-    refused = await _refused(service.hold_slot(_hold("slot-ai-002", key=key.upper())))
+    refused = await _refused(service.hold_slot(_hold("slot-ai-002", key=key.upper()), CONTEXT))
     assert refused.code == "IDEMPOTENCY_CONFLICT"
-    assert refused.details == {"idempotencyKey": key}  # echoed in the canonical form
+    assert wire_details(refused) == {"idempotencyKey": key}  # echoed in the canonical form
 
 
 async def test_a_confirm_key_in_another_case_replays_the_same_outcome(
     service: BookingService, clock: MutableClock, payments: FakePayments
 ) -> None:
-    held = await service.hold_slot(_hold())
+    held = await service.hold_slot(_hold(), CONTEXT)
     payments.script(held.booking_id, answer(held, "PAID", paid_at=clock.now()))
     key = str(uuid.uuid4())
     human = approval(held, clock.now())
-    confirmed = await service.confirm_booking(ConfirmBooking(held.booking_id, 1, key, human), TRACE)
+    confirmed = await service.confirm_booking(
+        ConfirmBooking(held.booking_id, 1, key, human), CONTEXT
+    )
     replayed = await service.confirm_booking(
-        ConfirmBooking(held.booking_id, 1, key.upper(), human), TRACE
+        ConfirmBooking(held.booking_id, 1, key.upper(), human), CONTEXT
     )
     assert replayed == confirmed
     assert len(payments.calls) == 1
@@ -184,7 +189,7 @@ async def test_the_stored_fingerprint_is_sha256_of_the_canonical_arguments(
     service: BookingService, db_path: Path
 ) -> None:
     key = str(uuid.uuid4()).upper()
-    await service.hold_slot(_hold(key=key))
+    await service.hold_slot(_hold(key=key), CONTEXT)
     with sqlite3.connect(db_path) as db:
         rows = db.execute("SELECT scope, key, fingerprint FROM idempotency").fetchall()
     canonical = json.dumps(
@@ -208,7 +213,7 @@ async def test_the_stored_fingerprint_is_sha256_of_the_canonical_arguments(
 async def _held_and_confirm(
     service: BookingService, clock: MutableClock, **changes: Any
 ) -> tuple[Any, ConfirmBooking]:
-    held = await service.hold_slot(_hold())
+    held = await service.hold_slot(_hold(), CONTEXT)
     human = approval(held, clock.now())
     values: dict[str, Any] = {
         "booking_id": held.booking_id,
@@ -223,46 +228,46 @@ async def _held_and_confirm(
 async def test_refusal_details_name_what_the_recovery_sentences_refer_to(
     service: BookingService, clock: MutableClock, payments: FakePayments
 ) -> None:
-    """Every refusal's ``details`` exactly: agents are told to read them."""
+    """Every refusal's ``details`` exactly, as the wire shows them: agents are told to read them."""
     held, wrong_version = await _held_and_confirm(service, clock, expected_version=3)
     booking_id = held.booking_id
     found: dict[str, tuple[str, dict[str, Any]]] = {}
 
     async def record(name: str, call: Any) -> None:
         error = await _refused(call)
-        found[name] = (error.code, error.details)
+        found[name] = (error.code, wire_details(error))
 
-    await record("version", service.confirm_booking(wrong_version, TRACE))
-    await record("slot-taken", service.hold_slot(_hold()))
-    await record("no-slot", service.hold_slot(_hold("slot-none")))
-    await record("no-booking", service.get_booking("booking-none"))
+    await record("version", service.confirm_booking(wrong_version, CONTEXT))
+    await record("slot-taken", service.hold_slot(_hold(), CONTEXT))
+    await record("no-slot", service.hold_slot(_hold("slot-none"), CONTEXT))
+    await record("no-booking", service.get_booking(GetBooking("booking-none"), CONTEXT))
     no_approval = ConfirmBooking(booking_id, 1, str(uuid.uuid4()), None)
-    await record("required", service.confirm_booking(no_approval, TRACE))
+    await record("required", service.confirm_booking(no_approval, CONTEXT))
     rejected = ConfirmBooking(
         booking_id, 1, str(uuid.uuid4()), approval(held, clock.now(), decision="REJECT")
     )
-    await record("rejected", service.confirm_booking(rejected, TRACE))
+    await record("rejected", service.confirm_booking(rejected, CONTEXT))
     stale = ConfirmBooking(
         booking_id, 1, str(uuid.uuid4()), approval(held, clock.now() - timedelta(seconds=60))
     )
-    await record("before-intent", service.confirm_booking(stale, TRACE))
+    await record("before-intent", service.confirm_booking(stale, CONTEXT))
     future = ConfirmBooking(
         booking_id, 1, str(uuid.uuid4()), approval(held, clock.now() + timedelta(seconds=60))
     )
-    await record("future", service.confirm_booking(future, TRACE))
+    await record("future", service.confirm_booking(future, CONTEXT))
     tampered = ConfirmBooking(
         booking_id, 1, str(uuid.uuid4()), approval(held, clock.now(), intent_hash="sha256:0")
     )
-    await record("hash", service.confirm_booking(tampered, TRACE))
+    await record("hash", service.confirm_booking(tampered, CONTEXT))
     payments.script(booking_id, answer(held, "PENDING"))
     pending = ConfirmBooking(booking_id, 1, str(uuid.uuid4()), approval(held, clock.now()))
-    await record("pending", service.confirm_booking(pending, TRACE))
+    await record("pending", service.confirm_booking(pending, CONTEXT))
     payments.script(booking_id, answer(held, "PAID", paid_at=clock.now(), amount="5.00"))
     mismatch = ConfirmBooking(booking_id, 1, str(uuid.uuid4()), approval(held, clock.now()))
-    await record("mismatch", service.confirm_booking(mismatch, TRACE))
+    await record("mismatch", service.confirm_booking(mismatch, CONTEXT))
     clock.advance(130)  # the approval given at the hold is now older than its lifetime
     late = ConfirmBooking(booking_id, 1, str(uuid.uuid4()), approval(held, held.held_at))
-    await record("stale", service.confirm_booking(late, TRACE))
+    await record("stale", service.confirm_booking(late, CONTEXT))
 
     expires_at = (held.held_at + POLICY.hold_ttl).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     issued_at = held.held_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
@@ -296,22 +301,25 @@ async def test_refusals_of_a_finished_booking_carry_their_details(
 ) -> None:
     held, command = await _held_and_confirm(service, clock)
     payments.script(held.booking_id, answer(held, "CLOSED"))
-    closed = await _refused(service.confirm_booking(command, TRACE))
-    assert (closed.code, closed.details) == ("PAYMENT_CLOSED", {"bookingId": held.booking_id})
+    closed = await _refused(service.confirm_booking(command, CONTEXT))
+    assert (closed.code, wire_details(closed)) == ("PAYMENT_CLOSED", {"bookingId": held.booking_id})
     again = ConfirmBooking(held.booking_id, 2, str(uuid.uuid4()), approval(held, clock.now()))
-    state = await _refused(service.confirm_booking(again, TRACE))
-    assert (state.code, state.details) == (
+    state = await _refused(service.confirm_booking(again, CONTEXT))
+    assert (state.code, wire_details(state)) == (
         "INVALID_STATE",
         {"bookingId": held.booking_id, "status": "PAYMENT_CLOSED"},
     )
     other, expiring = await _held_and_confirm(service, clock)
     clock.advance(POLICY.hold_ttl.total_seconds())
-    expired = await _refused(service.confirm_booking(expiring, TRACE))
-    assert (expired.code, expired.details) == ("BOOKING_EXPIRED", {"bookingId": other.booking_id})
+    expired = await _refused(service.confirm_booking(expiring, CONTEXT))
+    assert (expired.code, wire_details(expired)) == (
+        "BOOKING_EXPIRED",
+        {"bookingId": other.booking_id},
+    )
     failed_hold, failing = await _held_and_confirm(service, clock)
     payments.script(failed_hold.booking_id, answer(failed_hold, "FAILED"))
-    failed = await _refused(service.confirm_booking(failing, TRACE))
-    assert (failed.code, failed.details) == (
+    failed = await _refused(service.confirm_booking(failing, CONTEXT))
+    assert (failed.code, wire_details(failed)) == (
         "PAYMENT_FAILED",
         {"bookingId": failed_hold.booking_id},
     )

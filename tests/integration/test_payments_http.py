@@ -375,8 +375,8 @@ async def test_every_failure_to_get_a_well_formed_answer_is_payment_unavailable(
     assert error.retryable is True
     assert error.details == {"reason": reason}
     assert (error.__cause__ is None) == (reason == "HTTP_STATUS")
-    assert BASE_URL not in error.message
-    assert BOOKING_ID not in error.message
+    assert BASE_URL not in str(error)
+    assert BOOKING_ID not in str(error)
 
 
 async def test_when_the_action_span_is_current_the_payment_span_is_its_child(

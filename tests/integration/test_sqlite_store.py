@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,15 +26,16 @@ from expert_booking.adapters.sqlite_store import (
 )
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import (
+    ACTIVE_STATUSES,
     Booking,
     BookingStatus,
     Customer,
     Money,
     Payment,
     PaymentStatus,
+    Slot,
 )
 from expert_booking.ports import (
-    HoldLookup,
     IdempotencyRecord,
     SlotQuery,
     SlotSearchResult,
@@ -87,8 +88,13 @@ async def _search(
     return [slot.slot_id for slot in found.slots], found.total
 
 
+def _slot(tx: Transaction, slot_id: str) -> Slot | None:
+    """The stored slot (joined with its expert), as a hold reads it."""
+    return tx.lookup_hold("booking.hold_slot", "no-key", slot_id).slot
+
+
 async def test_a_new_database_is_created_migrated_and_seeded(store: SqliteBookingStore) -> None:
-    slot, missing = await store.run(lambda tx: (tx.get_slot("slot-ai-001"), tx.get_slot("no")))
+    slot, missing = await store.run(lambda tx: (_slot(tx, "slot-ai-001"), _slot(tx, "no")))
     assert slot is not None
     assert slot.expert_id == "exp-ai-001"
     assert slot.expert_name == "Dr. Lin Wei"
@@ -144,15 +150,6 @@ def test_migration_scripts_split_into_complete_statements() -> None:
         split_statements("SELECT 1;\nCREATE TABLE b (x")
 
 
-async def test_a_booking_round_trips_through_the_bookings_table(store: SqliteBookingStore) -> None:
-    booking = make_booking(
-        customer=Customer(name="Zoë", email="Zoe@Example.COM", phone="+49 30 1234", note="Hi 你好")
-    )
-    await store.run(lambda tx: tx.insert_booking(booking))
-    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
-    assert await store.run(lambda tx: tx.get_booking("booking-nope")) is None
-
-
 async def test_the_customer_is_stored_exactly_without_absent_optional_keys(
     store: SqliteBookingStore, db_path: Path
 ) -> None:
@@ -172,32 +169,6 @@ async def test_the_partial_unique_index_refuses_a_second_active_booking_of_a_slo
     assert excinfo.value.code == "SLOT_UNAVAILABLE"
     assert isinstance(excinfo.value.__cause__, sqlite3.IntegrityError)
     assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
-
-
-async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(
-    store: SqliteBookingStore,
-) -> None:
-    bookings = (
-        make_booking("booking-a", status=BookingStatus.EXPIRED),
-        make_booking("booking-b", status=BookingStatus.PAYMENT_FAILED),
-        make_booking("booking-c"),
-    )
-    await _insert(store, *bookings)
-    held = await store.run(lambda tx: tx.get_booking("booking-c"))
-    assert held is not None
-    assert held.status is BookingStatus.HELD
-
-
-async def test_reactivating_a_released_booking_of_a_taken_slot_is_refused(
-    store: SqliteBookingStore,
-) -> None:
-    expired = make_booking("booking-a", status=BookingStatus.EXPIRED, version=2)
-    bookings = (expired, make_booking("booking-b"))
-    await _insert(store, *bookings)
-    reactivated = replace(expired, status=BookingStatus.HELD, version=3)
-    with pytest.raises(BookingError) as excinfo:
-        await store.run(lambda tx: tx.update_booking(reactivated, 2))
-    assert excinfo.value.code == "SLOT_UNAVAILABLE"
 
 
 async def test_an_exception_inside_a_transaction_rolls_back_every_change(
@@ -284,7 +255,7 @@ async def test_an_async_work_function_is_refused_and_rolled_back(
     with pytest.raises(TypeError, match="plain function"):
         await store.run(work)  # type: ignore[unused-coroutine]  # the mistake under test
     assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 0
-    assert await store.run(lambda tx: tx.get_slot("slot-ai-001")) is not None
+    assert await store.run(lambda tx: _slot(tx, "slot-ai-001")) is not None
 
 
 async def test_concurrent_closes_both_return(db_path: Path) -> None:
@@ -294,14 +265,6 @@ async def test_concurrent_closes_both_return(db_path: Path) -> None:
             tasks.start_soon(store.close)
             tasks.start_soon(store.close)
         await store.close()
-
-
-async def test_a_transaction_object_is_unusable_after_its_work(
-    store: SqliteBookingStore,
-) -> None:
-    tx = await store.run(lambda tx: tx)
-    with pytest.raises(RuntimeError):
-        tx.get_booking("booking-x")
 
 
 async def test_another_process_holding_the_write_lock_makes_the_store_busy(
@@ -318,7 +281,7 @@ async def test_another_process_holding_the_write_lock_makes_the_store_busy(
         assert excinfo.value.retryable is True
         assert isinstance(excinfo.value.__cause__, sqlite3.OperationalError)
         with anyio.fail_after(5):
-            assert await store.run(lambda tx: tx.get_slot("slot-ai-001")) is not None
+            assert await store.run(lambda tx: _slot(tx, "slot-ai-001")) is not None
     finally:
         await store.close()
 
@@ -329,78 +292,6 @@ async def test_no_sqlite_exception_type_escapes_the_store(store: SqliteBookingSt
         await store.run(lambda tx: tx.insert_booking(orphan))
     assert excinfo.value.code == "INTERNAL_ERROR"
     assert isinstance(excinfo.value.__cause__, sqlite3.IntegrityError)
-
-
-async def test_overdue_holds_are_released_from_their_expiry_instant_on(
-    store: SqliteBookingStore,
-) -> None:
-    early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
-    late = make_booking(
-        "booking-late", slot_id="slot-ai-002", expires_at=T0 + timedelta(seconds=20)
-    )
-    confirmed = make_booking(
-        "booking-done",
-        slot_id="slot-law-001",
-        status=BookingStatus.CONFIRMED,
-        expires_at=T0,
-    )
-
-    def work(tx: Transaction) -> tuple[Booking | None, Booking | None]:
-        for booking in (early, late, confirmed):
-            tx.insert_booking(booking)
-        assert tx.next_hold_expiry() == early.expires_at
-        assert tx.release_overdue(early.expires_at - timedelta(milliseconds=1)) == 0
-        assert tx.release_overdue(early.expires_at) == 1
-        assert tx.next_hold_expiry() == late.expires_at
-        assert tx.release_overdue(early.expires_at) == 0
-        released = tx.get_booking(early.booking_id)
-        untouched = tx.get_booking(confirmed.booking_id)
-        assert tx.release_overdue(T0 + timedelta(days=1)) == 1
-        assert tx.next_hold_expiry() is None
-        return released, untouched
-
-    released, untouched = await store.run(work)
-    assert released == replace(early, status=BookingStatus.EXPIRED, version=2)
-    assert untouched == confirmed
-
-
-async def test_an_update_with_a_stale_version_is_a_version_conflict(
-    store: SqliteBookingStore,
-) -> None:
-    booking = make_booking()
-    await store.run(lambda tx: tx.insert_booking(booking))
-    with pytest.raises(BookingError) as excinfo:
-        await store.run(lambda tx: tx.update_booking(replace(booking, version=3), 2))
-    assert excinfo.value.code == "VERSION_CONFLICT"
-    assert excinfo.value.details["currentVersion"] == 1
-    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
-
-
-async def test_an_update_with_the_current_version_replaces_the_booking(
-    store: SqliteBookingStore,
-) -> None:
-    booking = make_booking()
-    paid_at = T0 + timedelta(seconds=42, milliseconds=7)
-    confirmed = replace(
-        booking,
-        status=BookingStatus.CONFIRMED,
-        version=2,
-        confirmed_at=T0 + timedelta(seconds=60),
-        payment=Payment(booking.booking_id, PaymentStatus.PAID, booking.payment.price, paid_at),
-    )
-
-    def work(tx: Transaction) -> Booking | None:
-        tx.insert_booking(booking)
-        tx.update_booking(confirmed, expected_version=1)
-        return tx.get_booking(booking.booking_id)
-
-    assert await store.run(work) == confirmed
-
-
-async def test_updating_a_missing_booking_is_not_found(store: SqliteBookingStore) -> None:
-    with pytest.raises(BookingError) as excinfo:
-        await store.run(lambda tx: tx.update_booking(make_booking(), expected_version=1))
-    assert excinfo.value.code == "BOOKING_NOT_FOUND"
 
 
 async def test_an_idempotency_record_restores_an_identical_booking(
@@ -436,71 +327,6 @@ async def test_an_idempotency_record_restores_an_identical_booking(
     assert booking_from_json(booking_to_json(booking)) == booking
 
 
-async def test_search_lists_free_future_slots_by_start_time_with_total(
-    store: SqliteBookingStore,
-) -> None:
-    assert await _search(store) == (SEED_ORDER, 6)
-    assert await _search(store, offset=2, limit=2) == (SEED_ORDER[2:4], 6)
-    assert await _search(store, offset=6, limit=2) == ([], 6)
-    assert await _search(store, offset=2**70, limit=2) == ([], 6)
-
-
-async def test_search_leaves_out_held_and_confirmed_slots_but_not_released_ones(
-    store: SqliteBookingStore,
-) -> None:
-    bookings = (
-        make_booking("booking-a"),
-        make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CONFIRMED),
-        make_booking("booking-c", slot_id="slot-fin-001", status=BookingStatus.EXPIRED),
-    )
-    await _insert(store, *bookings)
-    slots, total = await _search(store)
-    assert slots == [s for s in SEED_ORDER if s not in {"slot-ai-001", "slot-law-001"}]
-    assert total == 4
-
-
-async def test_search_leaves_out_slots_that_have_started(store: SqliteBookingStore) -> None:
-    starts = datetime(2030, 9, 2, 8, tzinfo=UTC)  # slot-law-001
-    assert await _search(store, now=starts - timedelta(milliseconds=1)) == (SEED_ORDER[1:], 5)
-    assert await _search(store, now=starts) == (SEED_ORDER[2:], 4)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("人工智能", ["slot-ai-001", "slot-ai-002"]),
-        ("Steuer", ["slot-fin-001", "slot-fin-002"]),
-        ("STEUER", ["slot-fin-001", "slot-fin-002"]),
-        ("KÜNSTLICHE intelligenz", ["slot-ai-001", "slot-ai-002"]),
-        ("  lin\tLLM  ", ["slot-ai-001", "slot-ai-002"]),
-        ("anna gdpr", ["slot-law-001", "slot-law-002"]),
-        ("lin steuer", []),
-        ("nobody", []),
-        ("%", []),
-        ("_", []),
-    ],
-)
-async def test_search_text_requires_every_token_case_insensitively(
-    store: SqliteBookingStore, text: str, expected: list[str]
-) -> None:
-    query = SlotQuery(text=text, specialty=None, starts_after=None, starts_before=None)
-    assert await _search(store, query) == (expected, len(expected))
-
-
-async def test_search_filters_by_specialty_and_start_window(store: SqliteBookingStore) -> None:
-    law = SlotQuery(text="", specialty="law", starts_after=None, starts_before=None)
-    assert await _search(store, law) == (["slot-law-001", "slot-law-002"], 2)
-    window = SlotQuery(
-        text="",
-        specialty=None,
-        starts_after=datetime(2030, 9, 3, 2, tzinfo=UTC),
-        starts_before=datetime(2030, 9, 5, 6, tzinfo=UTC),
-    )
-    assert await _search(store, window) == (["slot-ai-002", "slot-law-002"], 2)
-    partial = SlotQuery(text="", specialty="LA", starts_after=None, starts_before=None)
-    assert await _search(store, partial) == ([], 0)
-
-
 async def test_a_database_that_cannot_be_opened_is_an_internal_error(tmp_path: Path) -> None:
     with pytest.raises(BookingError) as excinfo:
         await SqliteBookingStore.open(tmp_path / "missing-dir" / "booking.db")
@@ -515,22 +341,6 @@ async def test_closing_twice_is_harmless(db_path: Path) -> None:
 
 
 # --- lock-free reads (the read-only connection) ---------------------------------------------
-
-
-async def test_peeks_see_the_last_commit_and_never_an_open_transaction(
-    store: SqliteBookingStore,
-) -> None:
-    booking = make_booking()
-    with anyio.fail_after(5):
-        async with transaction_held_open(store, lambda tx: tx.insert_booking(booking)):
-            assert await store.peek_booking(booking.booking_id) is None
-            page = await store.peek_free_slots(ALL, T0, 0, 20)
-    assert [slot.slot_id for slot in page.slots] == SEED_ORDER
-    assert page.next_hold_expiry is None
-    assert await store.peek_booking(booking.booking_id) == booking
-    assert await store.peek_free_slots(ALL, T0, 0, 20) == SlotSearchResult(
-        page.slots[1:], 5, booking.expires_at
-    )
 
 
 async def test_peeks_answer_while_another_process_holds_the_write_lock(db_path: Path) -> None:
@@ -556,42 +366,6 @@ async def test_the_read_connection_refuses_to_write(
         await store._read("DELETE FROM slots", ())
     assert excinfo.value.code == "INTERNAL_ERROR"
     assert _count(db_path, "SELECT COUNT(*) FROM slots") == len(SEED_SLOTS)
-
-
-async def test_a_peeked_page_reports_the_earliest_hold_expiry_even_when_empty(
-    store: SqliteBookingStore,
-) -> None:
-    early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
-    late = make_booking("booking-late", slot_id="slot-fin-001", expires_at=T0 + timedelta(60))
-    done = make_booking("booking-done", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
-    await _insert(store, early, late, done)
-    nobody = SlotQuery(text="nobody", specialty=None, starts_after=None, starts_before=None)
-    assert await store.peek_free_slots(nobody, T0, 0, 20) == SlotSearchResult(
-        [], 0, early.expires_at
-    )
-    past_the_end = await store.peek_free_slots(ALL, T0, 5, 20)
-    assert past_the_end == SlotSearchResult([], 3, early.expires_at)
-    assert (await store.peek_free_slots(ALL, T0, 0, 1)).total == 3
-
-
-async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_once(
-    store: SqliteBookingStore,
-) -> None:
-    booking = make_booking(slot_id="slot-law-001", expires_at=T0 + timedelta(seconds=30))
-    record = IdempotencyRecord("booking.hold_slot", "key-1", "fp", booking, None)
-
-    def work(tx: Transaction) -> None:
-        assert tx.lookup_hold("booking.hold_slot", "key-1", "slot-nope") == HoldLookup(
-            None, None, None
-        )
-        tx.insert_booking(booking)
-        tx.put_idempotency(record)
-        found = tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001")
-        assert found == HoldLookup(record, tx.get_slot("slot-ai-001"), booking.expires_at)
-        other = tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope")
-        assert other == HoldLookup(None, None, booking.expires_at)
-
-    await store.run(work)
 
 
 # --- the experts-first search answers exactly as the per-slot scan did -------------------------
@@ -687,3 +461,81 @@ async def test_migration_2_indexes_slots_by_expert_and_start(db_path: Path) -> N
     with _raw(db_path) as connection:
         columns = [row[2] for row in connection.execute("PRAGMA index_info(slots_by_expert_start)")]
     assert columns == ["expert_id", "starts_at", "slot_id"]
+
+
+async def test_the_one_active_booking_index_covers_exactly_the_active_statuses(
+    store: SqliteBookingStore, db_path: Path
+) -> None:
+    with _raw(db_path) as connection:
+        (definition,) = connection.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'one_active_booking_per_slot'"
+        ).fetchone()
+    where = definition.partition("WHERE")[2]
+    assert set(re.findall(r"'([A-Z_]+)'", where)) == {status.value for status in ACTIVE_STATUSES}
+
+
+# An idempotency record as versions 1-2 of the schema stored it (a camelCase snapshot).
+_VERSION_2_RECORD = json.dumps(
+    {
+        "bookingId": "booking-x",
+        "slotId": "slot-ai-001",
+        "expertId": "exp-ai-001",
+        "startsAt": "2030-09-02T02:00:00.000Z",
+        "endsAt": "2030-09-02T03:00:00.000Z",
+        "customer": {"name": "李雷", "email": "li@Example.cn", "phone": "+86 10"},
+        "status": "CONFIRMED",
+        "version": 2,
+        "heldAt": "2030-09-01T00:00:00.000Z",
+        "expiresAt": "2030-09-01T00:05:00.000Z",
+        "confirmedAt": "2030-09-01T00:01:01.000Z",
+        "paymentPageUrl": "http://127.0.0.1:3100/pay/booking-x",
+        "payment": {
+            "queryId": "booking-x",
+            "status": "PAID",
+            "amount": "500.00",
+            "currency": "CNY",
+            "paidAt": "2030-09-01T00:00:59.000Z",
+        },
+    },
+    ensure_ascii=False,
+    separators=(",", ":"),
+)
+
+
+async def test_migration_3_rewrites_version_2_idempotency_records_to_the_column_form(
+    db_path: Path,
+) -> None:
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    held = make_booking("booking-held")
+    with _raw(db_path) as connection:
+        connection.execute(
+            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
+            "VALUES ('booking.confirm_booking', 'old', 'fp', ?, NULL), "
+            "('booking.hold_slot', 'new', 'fp', ?, NULL)",
+            (_VERSION_2_RECORD, booking_to_json(held)),
+        )
+        connection.execute("DELETE FROM schema_migrations WHERE version = 3")
+    store = await SqliteBookingStore.open(db_path)
+    try:
+        old, new = await store.run(
+            lambda tx: (
+                tx.get_idempotency("booking.confirm_booking", "old"),
+                tx.get_idempotency("booking.hold_slot", "new"),
+            )
+        )
+    finally:
+        await store.close()
+    expected = make_booking(
+        customer=Customer(name="李雷", email="li@Example.cn", phone="+86 10"),
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=61),
+        payment=Payment(
+            "booking-x", PaymentStatus.PAID, Money("500.00", "CNY"), T0 + timedelta(seconds=59)
+        ),
+    )
+    assert old is not None
+    assert old.booking == expected
+    assert new is not None
+    assert new.booking == held

@@ -15,15 +15,10 @@ import pytest
 
 from expert_booking.domain.errors import InvalidCursorError, ToolNotFoundError
 from expert_booking.edge import catalog as catalog_module
-from expert_booking.edge.catalog import (
-    LOGICAL_TOOLS,
-    MEMO_QUERY_LIMIT,
-    SUMMARY_LIMIT,
-    TITLES,
-    ToolCatalog,
-    tokenize,
-)
+from expert_booking.edge.catalog import MEMO_QUERY_LIMIT, SUMMARY_LIMIT, ToolCatalog, tokenize
 from expert_booking.edge.schemas import SchemaLoadError, SchemaRegistry
+from expert_booking.edge.tool_registry import BY_NAME
+from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
@@ -200,7 +195,7 @@ def test_items_carry_name_human_title_uri_and_a_short_leading_summary(
         schema = REGISTRY[item["name"].replace(".", "_") + "_input"].schema
         assert set(item) == {"name", "title", "uri", "summary"}
         assert item["uri"] == "tool://" + item["name"]
-        assert item["title"] == TITLES[item["name"]]
+        assert item["title"] == BY_NAME[item["name"]].title
         assert item["title"] != schema["title"]  # not "booking.hold_slot input"
         assert 0 < len(item["summary"]) <= SUMMARY_LIMIT
         assert schema["description"].startswith(item["summary"].removesuffix("…"))
@@ -211,7 +206,7 @@ def test_a_tool_is_found_by_its_title_alone(name: str, monkeypatch: pytest.Monke
     for field in catalog_module.FIELD_WEIGHTS:
         if field != "title":
             monkeypatch.setitem(catalog_module.FIELD_WEIGHTS, field, 0.0)
-    assert ToolCatalog(REGISTRY).rank(TITLES[name])[0] == name
+    assert ToolCatalog(REGISTRY).rank(BY_NAME[name].title)[0] == name
 
 
 def test_cursor_pages_through_ranked_results(catalog: ToolCatalog) -> None:

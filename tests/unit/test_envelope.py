@@ -25,8 +25,9 @@ from expert_booking.domain.model import (
     Payment,
     PaymentStatus,
 )
-from expert_booking.edge import wire
+from expert_booking.edge import tool_registry, wire
 from expert_booking.edge.envelope import build_meta, failure, guarded, success, to_call_result
+from expert_booking.edge.error_texts import recovery_of
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_META,
@@ -75,7 +76,7 @@ def test_failure_envelope_carries_code_retry_rule_details_and_recovery() -> None
         "message": "Payment has not completed; the booking remains held until expiresAt.",
         "retryable": True,
         "details": {"bookingId": "booking-x"},
-        "recovery": {"action": PaymentPendingError().recovery},
+        "recovery": {"action": recovery_of(PaymentPendingError())},
     }
     assert_valid("envelope", envelope)
 
@@ -210,7 +211,7 @@ def test_hold_command_keeps_the_customer_exactly_and_absent_keys_absent() -> Non
         "customer": {"name": "  Ann  ", "email": "ANN@Example.COM"},
         "idempotencyKey": KEY,
     }
-    command = wire.hold_command(args)
+    command = tool_registry.hold_command(args)
     assert command.customer == Customer(name="  Ann  ", email="ANN@Example.COM")
     booking = make_booking(customer=command.customer)
     assert wire.render_booking(booking)["customer"] == args["customer"]
@@ -231,7 +232,7 @@ def test_confirm_command_parses_the_approval_and_keeps_the_intent_strings() -> N
             "intentHash": booking.intent.digest(),
         },
     }
-    command = wire.confirm_command(args)
+    command = tool_registry.confirm_command(args)
     assert command.expected_version == 1
     assert isinstance(command.expected_version, int)
     assert command.human_approval is not None
@@ -239,11 +240,11 @@ def test_confirm_command_parses_the_approval_and_keeps_the_intent_strings() -> N
     assert command.human_approval.intent == booking.intent
     assert command.human_approval.intent.digest() == booking.intent.digest()
     without = {key: value for key, value in args.items() if key != "humanApproval"}
-    assert wire.confirm_command(without).human_approval is None
+    assert tool_registry.confirm_command(without).human_approval is None
 
 
 def test_search_command_maps_filters_and_rejects_an_unparsable_instant() -> None:
-    command = wire.search_command(
+    command = tool_registry.search_command(
         {"query": "AI", "limit": 5, "startsAfter": "2030-09-02T00:00:00Z", "cursor": "c"}
     )
     assert command.query.starts_after == datetime(2030, 9, 2, tzinfo=UTC)
@@ -251,5 +252,7 @@ def test_search_command_maps_filters_and_rejects_an_unparsable_instant() -> None
     assert command.query.specialty is None
     assert (command.limit, command.cursor) == (5, "c")
     with pytest.raises(InvalidArgumentsError) as excinfo:
-        wire.search_command({"query": "", "limit": 1, "startsBefore": "2030-12-31T23:59:60Z"})
+        tool_registry.search_command(
+            {"query": "", "limit": 1, "startsBefore": "2030-12-31T23:59:60Z"}
+        )
     assert [v["pointer"] for v in excinfo.value.details["violations"]] == ["/startsBefore"]

@@ -21,6 +21,7 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
+from expert_booking.edge.error_texts import recovery_of, wire_details
 from tests.fakes import T0, answer, approval, make_booking
 
 TTL = timedelta(seconds=120)
@@ -93,11 +94,11 @@ def test_an_approval_dated_before_the_intent_was_issued_is_expired_with_its_reas
         check_approval(early, booking, now=NOW, ttl=TTL, skew=SKEW)
     assert excinfo.value.code == "HUMAN_APPROVAL_EXPIRED"
     assert excinfo.value.details == {
-        "bookingId": booking.booking_id,
+        "booking_id": booking.booking_id,
         "reason": "BEFORE_INTENT",
-        "intentIssuedAt": "2030-09-01T00:00:00.000Z",
+        "intent_issued_at": booking.held_at,
     }
-    assert "BEFORE_INTENT" in excinfo.value.recovery
+    assert "BEFORE_INTENT" in recovery_of(excinfo.value)
 
 
 def test_an_approval_dated_within_the_skew_before_the_intent_passes() -> None:
@@ -150,7 +151,7 @@ def test_each_of_the_six_intent_fields_must_match_the_booking(
     with pytest.raises(BookingError) as excinfo:
         _check(approval(make_booking(), NOW, intent=other))
     assert excinfo.value.code == "APPROVAL_INTENT_MISMATCH"
-    assert excinfo.value.details["fields"] == [camel]
+    assert wire_details(excinfo.value)["fields"] == [camel]
 
 
 def test_an_exact_paid_answer_confirms_the_booking() -> None:
@@ -187,7 +188,7 @@ def test_a_paid_answer_that_does_not_match_exactly_changes_nothing(
     with pytest.raises(BookingError) as excinfo:
         apply_payment(booking, mismatched, now=NOW, skew=SKEW)
     assert excinfo.value.code == "PAYMENT_MISMATCH"
-    assert excinfo.value.details["fields"] == fields
+    assert wire_details(excinfo.value)["fields"] == fields
 
 
 @pytest.mark.parametrize(
@@ -212,7 +213,7 @@ def test_a_paid_at_outside_the_hold_to_arrival_window_is_a_mismatch(
     with pytest.raises(BookingError) as excinfo:
         apply_payment(booking, paid, now=NOW, skew=SKEW)
     assert excinfo.value.code == "PAYMENT_MISMATCH"
-    assert excinfo.value.details == {"bookingId": booking.booking_id, "fields": ["paidAt"]}
+    assert excinfo.value.details == {"booking_id": booking.booking_id, "fields": ["paid_at"]}
 
 
 @pytest.mark.parametrize("status", ["FAILED", "CLOSED"])

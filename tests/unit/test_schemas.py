@@ -11,32 +11,31 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
-from expert_booking.domain.errors import ERROR_CATALOG
-from expert_booking.domain.model import Intent
+from expert_booking.domain.errors import ErrorCode, PaymentPendingError
+from expert_booking.domain.model import BookingStatus, Intent, PaymentStatus
+from expert_booking.edge.error_texts import ERROR_TEXTS
+from expert_booking.edge.tool_registry import LOGICAL_TOOLS
 from harness.contract import drift, major_version, walk
 from harness.schema_breaking import breaking_changes
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 DOCUMENT_KEYS = ("$schema", "$id", "$defs")
 
+# The catalog tools' documents, the shared ones, and each logical tool's input and result.
 EXPECTED_DOCUMENTS = {
     "tool_catalog_search_input",
     "tool_catalog_read_input",
     "tool_catalog_call_input",
-    "booking_search_available_slots_input",
-    "booking_hold_slot_input",
-    "booking_confirm_booking_input",
-    "booking_get_booking_input",
-    "booking_snapshot",
-    "slot",
-    "slot_search_result",
     "tool_catalog_search_result",
     "tool_catalog_read_result",
+    "slot",
     "envelope",
     "error",
     "confirmation_intent",
     "human_approval",
     "payment_answer",
+    *(tool.input_schema for tool in LOGICAL_TOOLS),
+    *(tool.result_schema for tool in LOGICAL_TOOLS),
 }
 
 
@@ -243,7 +242,45 @@ def test_shared_defs_are_identical_in_every_document_that_repeats_them():
 
 
 def test_error_schema_lists_every_code_of_the_error_catalog():
-    assert DOCUMENTS["error"]["properties"]["code"]["enum"] == list(ERROR_CATALOG)
+    assert DOCUMENTS["error"]["properties"]["code"]["enum"] == list(ErrorCode)
+
+
+def _enums_at(property_name: str) -> list[tuple[str, str, list[Any]]]:
+    """Every ``enum`` of a property named ``property_name``, in every document."""
+    return [
+        (stem, pointer, node["properties"][property_name]["enum"])
+        for stem, document in DOCUMENTS.items()
+        for pointer, node in walk(document)
+        if isinstance(node.get("properties"), dict)
+        and "enum" in node["properties"].get(property_name, {})
+    ]
+
+
+def test_the_booking_status_enum_of_the_schemas_is_the_domain_enum():
+    statuses = [
+        (stem, pointer, enum)
+        for stem, pointer, enum in _enums_at("status")
+        if "HELD" in enum or "CONFIRMED" in enum
+    ]
+    assert statuses
+    for stem, pointer, enum in statuses:
+        assert enum == [status.value for status in BookingStatus], (stem, pointer)
+
+
+def test_the_payment_status_enum_of_the_schemas_is_the_domain_enum():
+    statuses = [
+        (stem, pointer, enum) for stem, pointer, enum in _enums_at("status") if "PAID" in enum
+    ]
+    assert {stem for stem, _, _ in statuses} >= {"booking_snapshot", "payment_answer"}
+    for stem, pointer, enum in statuses:
+        assert enum == [status.value for status in PaymentStatus], (stem, pointer)
+
+
+def test_every_error_code_enum_of_the_schemas_is_the_error_catalog():
+    codes = _enums_at("code")
+    assert {stem for stem, _, _ in codes} >= {"error", "envelope"}
+    for stem, pointer, enum in codes:
+        assert enum == list(ErrorCode), (stem, pointer)
 
 
 def test_booking_snapshot_requires_every_field():
@@ -433,13 +470,13 @@ def test_confirmed_booking_snapshot_has_no_confirmation_intent_and_validates():
 
 def test_success_and_error_envelopes_validate_and_a_mixed_one_does_not():
     success = {"ok": True, "data": _snapshot(), "meta": _meta()}
-    spec = ERROR_CATALOG["PAYMENT_PENDING"]
+    text = ERROR_TEXTS[ErrorCode.PAYMENT_PENDING]
     error = {
         "code": "PAYMENT_PENDING",
         "message": "Payment has not completed; the booking remains held until expiresAt.",
-        "retryable": spec.retryable,
+        "retryable": PaymentPendingError.retryable,
         "details": {"bookingId": "booking-1"},
-        "recovery": {"action": spec.recovery},
+        "recovery": {"action": text.recovery},
     }
     failure = {"ok": False, "error": error, "meta": _meta()}
     assert _validator("envelope").is_valid(success)

@@ -2,7 +2,8 @@
 
 Instants are RFC 3339 UTC strings with milliseconds (``format_instant``), which order as text;
 money is kept as the exact strings; the customer as JSON exactly as given, without absent
-optional keys. Idempotency records store the booking snapshot as JSON (``booking_to_json``).
+optional keys. Idempotency records store the booking as its columns in JSON
+(``booking_to_json``): one mapping of a booking each way, whether row or record.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +24,7 @@ from expert_booking.domain.model import (
     PaymentStatus,
     Slot,
     format_instant,
+    format_optional_instant,
     parse_instant,
 )
 
@@ -30,20 +33,32 @@ SLOT_COLUMNS = """
     s.price_amount, s.price_currency
 """
 
-BOOKING_COLUMNS = (
-    "booking_id, slot_id, expert_id, starts_at, ends_at, customer_json, status, version, "
-    "held_at, expires_at, confirmed_at, payment_page_url, payment_status, payment_amount, "
-    "payment_currency, paid_at"
+BOOKING_COLUMN_NAMES = (
+    "booking_id",
+    "slot_id",
+    "expert_id",
+    "starts_at",
+    "ends_at",
+    "customer_json",
+    "status",
+    "version",
+    "held_at",
+    "expires_at",
+    "confirmed_at",
+    "payment_page_url",
+    "payment_status",
+    "payment_amount",
+    "payment_currency",
+    "paid_at",
 )
+BOOKING_COLUMNS = ", ".join(BOOKING_COLUMN_NAMES)
+Columns = sqlite3.Row | Mapping[str, Any]
+"""A booking's columns: a row of the bookings table, or the same columns as a JSON object."""
 
 
 # Stored instants repeat (a slot's times on every search, a booking's on every read) and are
 # canonical texts: each is parsed once. Safe to share, datetimes are immutable; bounded.
 stored_instant = functools.lru_cache(maxsize=8192)(parse_instant)
-
-
-def optional_text(value: datetime | None) -> str | None:
-    return None if value is None else format_instant(value)
 
 
 def optional_instant(value: str | None) -> datetime | None:
@@ -99,16 +114,16 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         booking.version,
         format_instant(booking.held_at),
         format_instant(booking.expires_at),
-        optional_text(booking.confirmed_at),
+        format_optional_instant(booking.confirmed_at),
         booking.payment_page_url,
         payment.status.value,
         payment.price.amount,
         payment.price.currency,
-        optional_text(payment.paid_at),
+        format_optional_instant(payment.paid_at),
     )
 
 
-def booking_from_row(row: sqlite3.Row) -> Booking:
+def booking_from_row(row: Columns) -> Booking:
     return Booking(
         booking_id=row["booking_id"],
         slot_id=row["slot_id"],
@@ -133,53 +148,15 @@ def booking_from_row(row: sqlite3.Row) -> Booking:
 
 
 def booking_to_json(booking: Booking) -> str:
-    """The booking snapshot stored with an idempotency record (restored by the inverse)."""
-    payment = booking.payment
-    doc = {
-        "bookingId": booking.booking_id,
-        "slotId": booking.slot_id,
-        "expertId": booking.expert_id,
-        "startsAt": format_instant(booking.starts_at),
-        "endsAt": format_instant(booking.ends_at),
-        "customer": _customer_doc(booking.customer),
-        "status": booking.status.value,
-        "version": booking.version,
-        "heldAt": format_instant(booking.held_at),
-        "expiresAt": format_instant(booking.expires_at),
-        "confirmedAt": optional_text(booking.confirmed_at),
-        "paymentPageUrl": booking.payment_page_url,
-        "payment": {
-            "queryId": payment.query_id,
-            "status": payment.status.value,
-            "amount": payment.price.amount,
-            "currency": payment.price.currency,
-            "paidAt": optional_text(payment.paid_at),
-        },
-    }
-    return _ENCODER.encode(doc)
+    """The booking stored with an idempotency record: its bookings-table columns as JSON.
+
+    The same column mapping as the table (``booking_params``), so the store has one mapping
+    of a booking each way; :func:`booking_from_json` restores it through ``booking_from_row``.
+    """
+    return _ENCODER.encode(dict(zip(BOOKING_COLUMN_NAMES, booking_params(booking), strict=True)))
 
 
 def booking_from_json(text: str) -> Booking:
     """Inverse of :func:`booking_to_json`."""
-    doc = json.loads(text)
-    payment = doc["payment"]
-    return Booking(
-        booking_id=doc["bookingId"],
-        slot_id=doc["slotId"],
-        expert_id=doc["expertId"],
-        starts_at=stored_instant(doc["startsAt"]),
-        ends_at=stored_instant(doc["endsAt"]),
-        customer=_customer_from_doc(doc["customer"]),
-        status=BookingStatus(doc["status"]),
-        version=doc["version"],
-        held_at=stored_instant(doc["heldAt"]),
-        expires_at=stored_instant(doc["expiresAt"]),
-        confirmed_at=optional_instant(doc["confirmedAt"]),
-        payment_page_url=doc["paymentPageUrl"],
-        payment=Payment(
-            query_id=payment["queryId"],
-            status=PaymentStatus(payment["status"]),
-            price=Money(amount=payment["amount"], currency=payment["currency"]),
-            paid_at=optional_instant(payment["paidAt"]),
-        ),
-    )
+    columns: dict[str, Any] = json.loads(text)
+    return booking_from_row(columns)

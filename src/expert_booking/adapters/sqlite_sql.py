@@ -6,21 +6,19 @@ import json
 from datetime import datetime
 from typing import Any
 
-from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS, optional_text
-from expert_booking.domain.model import format_instant
+from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS
+from expert_booking.domain.model import ACTIVE_STATUSES, format_instant, format_optional_instant
 from expert_booking.ports import SlotQuery
 
 SQLITE_MAX_INTEGER = 2**63 - 1
 
-GET_SLOT = f"""
-SELECT {SLOT_COLUMNS}
-FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
-WHERE s.slot_id = ?
-"""  # noqa: S608 - constant SQL fragments only, values are bound
+# The statuses that occupy a slot, as an SQL list (the partial unique index of migration 1 names
+# the same set; tests/integration/test_sqlite_store.py ties the two).
+ACTIVE_STATUS_LIST = ", ".join(f"'{status.value}'" for status in sorted(ACTIVE_STATUSES))
 
 # Experts first: the text and specialty filters run once per expert row (casefold is a Python
 # call), then index slots_by_expert_start (migration 2) reaches each matching expert's slots.
-_FREE_SLOTS = """
+_FREE_SLOTS = f"""
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
 WHERE s.expert_id IN (
       SELECT x.expert_id FROM experts AS x
@@ -33,8 +31,8 @@ WHERE s.expert_id IN (
   AND (:starts_before IS NULL OR s.starts_at < :starts_before)
   AND NOT EXISTS (
       SELECT 1 FROM bookings AS b
-      WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
-"""
+      WHERE b.slot_id = s.slot_id AND b.status IN ({ACTIVE_STATUS_LIST}))
+"""  # noqa: S608 - constant SQL fragments only, values are bound
 
 SEARCH_PAGE = f"""
 SELECT {SLOT_COLUMNS}, COUNT(*) OVER () AS total
@@ -92,8 +90,8 @@ def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> d
     """
     return {
         "now": format_instant(now),
-        "starts_after": optional_text(query.starts_after),
-        "starts_before": optional_text(query.starts_before),
+        "starts_after": format_optional_instant(query.starts_after),
+        "starts_before": format_optional_instant(query.starts_before),
         "specialty": None if query.specialty is None else query.specialty.casefold(),
         "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),

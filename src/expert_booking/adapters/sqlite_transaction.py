@@ -18,7 +18,6 @@ from expert_booking.adapters.sqlite_rows import (
 )
 from expert_booking.adapters.sqlite_sql import (
     GET_BOOKING,
-    GET_SLOT,
     HOLD_LOOKUP,
     INSERT_BOOKING,
     NEXT_HOLD_EXPIRY,
@@ -90,11 +89,6 @@ class SqliteTransaction:
         slot = slot_from_row(row) if row["slot_id"] is not None else None
         return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
 
-    def get_slot(self, slot_id: str) -> Slot | None:
-        """The slot with this id joined with its expert, or ``None``."""
-        rows = self._fetch(GET_SLOT, (slot_id,))
-        return slot_from_row(rows[0]) if rows else None
-
     def get_booking(self, booking_id: str) -> Booking | None:
         """The stored booking, or ``None``."""
         rows = self._fetch(GET_BOOKING, (booking_id,))
@@ -127,11 +121,11 @@ class SqliteTransaction:
             "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
         )
         if not rows:
-            raise BookingNotFoundError(bookingId=booking.booking_id)
+            raise BookingNotFoundError(booking_id=booking.booking_id)
         raise VersionConflictError(
-            bookingId=booking.booking_id,
-            expectedVersion=expected_version,
-            currentVersion=rows[0]["version"],
+            booking_id=booking.booking_id,
+            expected_version=expected_version,
+            current_version=rows[0]["version"],
         )
 
     def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
@@ -176,7 +170,7 @@ class SqliteTransaction:
             return self.connection.execute(sql, params).rowcount
         except sqlite3.IntegrityError as exc:
             if slot_id is not None and "bookings.slot_id" in str(exc):
-                raise SlotUnavailableError(slotId=slot_id) from exc
+                raise SlotUnavailableError(slot_id=slot_id) from exc
             raise translate_error(exc) from exc
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc

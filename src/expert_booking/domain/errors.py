@@ -1,264 +1,151 @@
-"""Stable error codes of the contract, each with its retry rule and a recovery sentence for agents.
+"""Stable error codes of the contract and the domain's errors, each with its retry rule.
 
-``ERROR_CATALOG`` is the single table of codes; ``BookingError`` subclasses carry one code each.
-Messages are client-safe: they never contain stack traces, SQL, paths or customer data.
+``ErrorCode`` lists the codes (``schemas/error.json`` is the wire's list; a test ties the two);
+each ``BookingError`` subclass carries one code. What a caller reads about an error (message,
+recovery sentence, camelCase detail keys) is the edge's (``edge/error_texts.py``): the domain
+holds only facts, in ``details`` with snake_case keys and domain values (datetimes, field names).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from expert_booking.domain.model import Booking
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorSpec:
-    retryable: bool
-    recovery: str
+class ErrorCode(StrEnum):
+    """Every stable error code, in the order of the contract's list."""
 
-
-ERROR_CATALOG: dict[str, ErrorSpec] = {
-    "INVALID_ARGUMENTS": ErrorSpec(
-        retryable=False,
-        recovery="Fix the fields named by each JSON Pointer in details.violations, "
-        "re-reading the tool schema with tool_catalog.read if needed, then call again.",
-    ),
-    "INVALID_CURSOR": ErrorSpec(
-        retryable=False,
-        recovery="Repeat the search without a cursor, or pass the cursor only with the exact "
-        "query it was returned for.",
-    ),
-    "TOOL_NOT_FOUND": ErrorSpec(
-        retryable=False,
-        recovery="Use tool_catalog.search to find the exact logical tool name, then call it.",
-    ),
-    "BOOKING_NOT_FOUND": ErrorSpec(
-        retryable=False,
-        recovery="Check the bookingId returned by booking.hold_slot; do not invent booking ids.",
-    ),
-    "SLOT_NOT_FOUND": ErrorSpec(
-        retryable=False,
-        recovery="Search with booking.search_available_slots and use a slotId it returned.",
-    ),
-    "SLOT_UNAVAILABLE": ErrorSpec(
-        retryable=False,
-        recovery="Another booking holds or owns this slot; search again and offer the user "
-        "a different free slot.",
-    ),
-    "BOOKING_EXPIRED": ErrorSpec(
-        retryable=False,
-        recovery="The hold ran out and the slot was released; hold a slot again with a new "
-        "idempotencyKey and ask the user for a new approval.",
-    ),
-    "VERSION_CONFLICT": ErrorSpec(
-        retryable=False,
-        recovery="The booking changed; read it with booking.get_booking, show the current "
-        "state to the user and obtain a new approval for the new version.",
-    ),
-    "IDEMPOTENCY_CONFLICT": ErrorSpec(
-        retryable=False,
-        recovery="This idempotencyKey was already used with different arguments; use a new "
-        "UUID for a new request, or resend the original arguments unchanged.",
-    ),
-    "PAYMENT_PENDING": ErrorSpec(
-        retryable=True,
-        recovery="Payment has not completed; ask the user to finish paying at paymentPageUrl, "
-        "then retry the same confirmation while the approval is still fresh and before "
-        "expiresAt (otherwise ask the person to approve again).",
-    ),
-    "PAYMENT_FAILED": ErrorSpec(
-        retryable=False,
-        recovery="The payment failed and the slot was released; tell the user and, if they "
-        "wish, hold a slot again.",
-    ),
-    "PAYMENT_CLOSED": ErrorSpec(
-        retryable=False,
-        recovery="The payment was closed without paying and the slot was released; hold a "
-        "slot again if the user still wants it.",
-    ),
-    "PAYMENT_MISMATCH": ErrorSpec(
-        retryable=False,
-        recovery="The payment service reported a payment that does not match this booking; "
-        "nothing was changed. Do not retry; ask a person to check the payment.",
-    ),
-    "PAYMENT_UNAVAILABLE": ErrorSpec(
-        retryable=True,
-        recovery="The payment service could not be reached; nothing was changed. Retry the "
-        "same call with the same idempotencyKey after a short wait, before expiresAt.",
-    ),
-    "HUMAN_APPROVAL_REQUIRED": ErrorSpec(
-        retryable=False,
-        recovery="Show the user the booking's confirmationIntent and ask them to approve it; "
-        "send their approval as humanApproval.",
-    ),
-    "HUMAN_APPROVAL_REJECTED": ErrorSpec(
-        retryable=False,
-        recovery="The user rejected this booking; do not confirm it. Ask what they want instead.",
-    ),
-    "HUMAN_APPROVAL_EXPIRED": ErrorSpec(
-        retryable=False,
-        recovery="The approval is too old, dated in the future, or dated before the server "
-        "issued the intent it approves (details.reason STALE, FUTURE or BEFORE_INTENT); ask "
-        "the user to approve the current confirmationIntent again and send the fresh approval.",
-    ),
-    "APPROVAL_INTENT_HASH_MISMATCH": ErrorSpec(
-        retryable=False,
-        recovery="Copy intent and intentHash unchanged from the booking's confirmationIntent; "
-        "never rebuild or edit them.",
-    ),
-    "APPROVAL_INTENT_MISMATCH": ErrorSpec(
-        retryable=False,
-        recovery="The approved intent is not the booking as it is now; read the booking with "
-        "booking.get_booking and ask the user to approve its current confirmationIntent.",
-    ),
-    "INVALID_STATE": ErrorSpec(
-        retryable=False,
-        recovery="The booking is not in a state that allows this; read it with "
-        "booking.get_booking and act on its status.",
-    ),
-    "STORAGE_BUSY": ErrorSpec(
-        retryable=True,
-        recovery="The booking store is busy; nothing was changed. Retry the same call with "
-        "the same idempotencyKey after a short wait.",
-    ),
-    "INTERNAL_ERROR": ErrorSpec(
-        retryable=False,
-        recovery="An unexpected error occurred; quote the operationId when reporting it. "
-        "Read the booking with booking.get_booking before trying anything else.",
-    ),
-}
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    INVALID_CURSOR = "INVALID_CURSOR"
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    BOOKING_NOT_FOUND = "BOOKING_NOT_FOUND"
+    SLOT_NOT_FOUND = "SLOT_NOT_FOUND"
+    SLOT_UNAVAILABLE = "SLOT_UNAVAILABLE"
+    BOOKING_EXPIRED = "BOOKING_EXPIRED"
+    VERSION_CONFLICT = "VERSION_CONFLICT"
+    IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
+    PAYMENT_PENDING = "PAYMENT_PENDING"
+    PAYMENT_FAILED = "PAYMENT_FAILED"
+    PAYMENT_CLOSED = "PAYMENT_CLOSED"
+    PAYMENT_MISMATCH = "PAYMENT_MISMATCH"
+    PAYMENT_UNAVAILABLE = "PAYMENT_UNAVAILABLE"
+    HUMAN_APPROVAL_REQUIRED = "HUMAN_APPROVAL_REQUIRED"
+    HUMAN_APPROVAL_REJECTED = "HUMAN_APPROVAL_REJECTED"
+    HUMAN_APPROVAL_EXPIRED = "HUMAN_APPROVAL_EXPIRED"
+    APPROVAL_INTENT_HASH_MISMATCH = "APPROVAL_INTENT_HASH_MISMATCH"
+    APPROVAL_INTENT_MISMATCH = "APPROVAL_INTENT_MISMATCH"
+    INVALID_STATE = "INVALID_STATE"
+    STORAGE_BUSY = "STORAGE_BUSY"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
 class BookingError(Exception):
-    """Base of every expected, client-safe failure; subclasses fix ``code``."""
+    """Base of every expected, client-safe failure; subclasses fix ``code`` and ``retryable``.
 
-    code: ClassVar[str] = "INTERNAL_ERROR"
-    default_message: ClassVar[str] = "The request failed."
+    ``message`` is a specific message for this case, or ``None`` for the code's standard one.
+    """
+
+    code: ClassVar[ErrorCode] = ErrorCode.INTERNAL_ERROR
+    retryable: ClassVar[bool] = False
 
     def __init__(
         self, message: str | None = None, *, booking: Booking | None = None, **details: Any
     ) -> None:
-        self.message = message or self.default_message
+        self.message = message
         self.details: dict[str, Any] = details
         self.booking = booking  # the edge renders it as details.booking (a snapshot)
-        super().__init__(self.message)
-
-    @property
-    def retryable(self) -> bool:
-        return ERROR_CATALOG[self.code].retryable
-
-    @property
-    def recovery(self) -> str:
-        return ERROR_CATALOG[self.code].recovery
+        super().__init__(message or self.code.value)
 
 
 class InvalidArgumentsError(BookingError):
-    code = "INVALID_ARGUMENTS"
-    default_message = "The arguments do not match the tool's input schema."
+    code = ErrorCode.INVALID_ARGUMENTS
 
 
 class InvalidCursorError(BookingError):
-    code = "INVALID_CURSOR"
-    default_message = "The cursor is malformed or belongs to a different query."
+    code = ErrorCode.INVALID_CURSOR
 
 
 class ToolNotFoundError(BookingError):
-    code = "TOOL_NOT_FOUND"
-    default_message = "No logical tool has this name."
+    code = ErrorCode.TOOL_NOT_FOUND
 
 
 class BookingNotFoundError(BookingError):
-    code = "BOOKING_NOT_FOUND"
-    default_message = "No booking has this id."
+    code = ErrorCode.BOOKING_NOT_FOUND
 
 
 class SlotNotFoundError(BookingError):
-    code = "SLOT_NOT_FOUND"
-    default_message = "No slot has this id."
+    code = ErrorCode.SLOT_NOT_FOUND
 
 
 class SlotUnavailableError(BookingError):
-    code = "SLOT_UNAVAILABLE"
-    default_message = "The slot is already held or booked, or has started."
+    code = ErrorCode.SLOT_UNAVAILABLE
 
 
 class BookingExpiredError(BookingError):
-    code = "BOOKING_EXPIRED"
-    default_message = "The hold expired and the slot was released."
+    code = ErrorCode.BOOKING_EXPIRED
 
 
 class VersionConflictError(BookingError):
-    code = "VERSION_CONFLICT"
-    default_message = "The booking's version differs from expectedVersion."
+    code = ErrorCode.VERSION_CONFLICT
 
 
 class IdempotencyConflictError(BookingError):
-    code = "IDEMPOTENCY_CONFLICT"
-    default_message = "This idempotencyKey was used before with different arguments."
+    code = ErrorCode.IDEMPOTENCY_CONFLICT
 
 
 class PaymentPendingError(BookingError):
-    code = "PAYMENT_PENDING"
-    default_message = "Payment has not completed; the booking remains held until expiresAt."
+    code = ErrorCode.PAYMENT_PENDING
+    retryable = True
 
 
 class PaymentFailedError(BookingError):
-    code = "PAYMENT_FAILED"
-    default_message = "The payment failed; the booking was released."
+    code = ErrorCode.PAYMENT_FAILED
 
 
 class PaymentClosedError(BookingError):
-    code = "PAYMENT_CLOSED"
-    default_message = "The payment was closed without paying; the booking was released."
+    code = ErrorCode.PAYMENT_CLOSED
 
 
 class PaymentMismatchError(BookingError):
-    code = "PAYMENT_MISMATCH"
-    default_message = "The payment service's answer does not match this booking."
+    code = ErrorCode.PAYMENT_MISMATCH
 
 
 class PaymentUnavailableError(BookingError):
-    code = "PAYMENT_UNAVAILABLE"
-    default_message = "The payment service could not be queried."
+    code = ErrorCode.PAYMENT_UNAVAILABLE
+    retryable = True
 
 
 class HumanApprovalRequiredError(BookingError):
-    code = "HUMAN_APPROVAL_REQUIRED"
-    default_message = "Confirmation needs a human approval of the exact intent."
+    code = ErrorCode.HUMAN_APPROVAL_REQUIRED
 
 
 class HumanApprovalRejectedError(BookingError):
-    code = "HUMAN_APPROVAL_REJECTED"
-    default_message = "The person rejected this booking."
+    code = ErrorCode.HUMAN_APPROVAL_REJECTED
 
 
 class HumanApprovalExpiredError(BookingError):
-    code = "HUMAN_APPROVAL_EXPIRED"
-    default_message = "The approval is not fresh (too old or dated in the future)."
+    code = ErrorCode.HUMAN_APPROVAL_EXPIRED
 
 
 class ApprovalIntentHashMismatchError(BookingError):
-    code = "APPROVAL_INTENT_HASH_MISMATCH"
-    default_message = "intentHash is not the SHA-256 of the approved intent."
+    code = ErrorCode.APPROVAL_INTENT_HASH_MISMATCH
 
 
 class ApprovalIntentMismatchError(BookingError):
-    code = "APPROVAL_INTENT_MISMATCH"
-    default_message = "The approved intent differs from the booking as it is now."
+    code = ErrorCode.APPROVAL_INTENT_MISMATCH
 
 
 class InvalidStateError(BookingError):
-    code = "INVALID_STATE"
-    default_message = "The booking's status does not allow this action."
+    code = ErrorCode.INVALID_STATE
 
 
 class StorageBusyError(BookingError):
-    code = "STORAGE_BUSY"
-    default_message = "The booking store is busy."
+    code = ErrorCode.STORAGE_BUSY
+    retryable = True
 
 
 class InternalError(BookingError):
-    code = "INTERNAL_ERROR"
-    default_message = "An unexpected error occurred."
+    code = ErrorCode.INTERNAL_ERROR

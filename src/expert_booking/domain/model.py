@@ -56,6 +56,11 @@ def format_instant(value: datetime) -> str:
     )
 
 
+def format_optional_instant(value: datetime | None) -> str | None:
+    """:func:`format_instant`, or ``None`` for ``None``."""
+    return None if value is None else format_instant(value)
+
+
 # RFC 3339 section 5.6 ``date-time`` (``T`` and ``Z`` in either case, as JSON Schema's format
 # check reads it); the calendar is checked by ``datetime`` below.
 _RFC3339 = re.compile(

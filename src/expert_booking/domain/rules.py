@@ -23,7 +23,6 @@ from expert_booking.domain.model import (
     Payment,
     PaymentAnswer,
     PaymentStatus,
-    format_instant,
 )
 
 
@@ -46,30 +45,30 @@ def check_approval(
         ApprovalIntentHashMismatchError, ApprovalIntentMismatchError.
     """
     if approval is None:
-        raise HumanApprovalRequiredError(bookingId=booking.booking_id)
+        raise HumanApprovalRequiredError(booking_id=booking.booking_id)
     if approval.decision != "APPROVE":
-        raise HumanApprovalRejectedError(bookingId=booking.booking_id)
+        raise HumanApprovalRejectedError(booking_id=booking.booking_id)
     if approval.approved_at > now + skew:
         raise HumanApprovalExpiredError(
-            "The approval is dated in the future.", bookingId=booking.booking_id, reason="FUTURE"
+            "The approval is dated in the future.", booking_id=booking.booking_id, reason="FUTURE"
         )
     if now - approval.approved_at > ttl + skew:
         raise HumanApprovalExpiredError(
             "The approval is older than the approval lifetime.",
-            bookingId=booking.booking_id,
+            booking_id=booking.booking_id,
             reason="STALE",
-            approvalTtlSeconds=int(ttl.total_seconds()),
+            approval_ttl_seconds=int(ttl.total_seconds()),
         )
     issued_at = booking.intent_issued_at
     if approval.approved_at < issued_at - skew:
         raise HumanApprovalExpiredError(
             "The approval is dated before the server issued the intent it approves.",
-            bookingId=booking.booking_id,
+            booking_id=booking.booking_id,
             reason="BEFORE_INTENT",
-            intentIssuedAt=format_instant(issued_at),
+            intent_issued_at=issued_at,
         )
     if approval.intent.digest() != approval.intent_hash:
-        raise ApprovalIntentHashMismatchError(bookingId=booking.booking_id)
+        raise ApprovalIntentHashMismatchError(booking_id=booking.booking_id)
     current = booking.intent
     if approval.intent != current:
         fields = [
@@ -77,9 +76,7 @@ def check_approval(
             for name in ("booking_id", "slot_id", "starts_at", "amount", "currency", "version")
             if getattr(approval.intent, name) != getattr(current, name)
         ]
-        raise ApprovalIntentMismatchError(
-            bookingId=booking.booking_id, fields=[_camel(name) for name in fields]
-        )
+        raise ApprovalIntentMismatchError(booking_id=booking.booking_id, fields=fields)
 
 
 def apply_payment(
@@ -89,36 +86,36 @@ def apply_payment(
 
     FAILED/CLOSED produce a released booking that the caller commits, then reports with
     :func:`payment_refusal`; PAID with an exact match produces the CONFIRMED booking. A PAID
-    answer's ``paidAt`` must lie between the hold (``held_at``) and the answer's arrival,
+    answer's paid time must lie between the hold (``held_at``) and the answer's arrival,
     each with ``skew`` of tolerance: a payment cannot precede the booking it pays for, nor
     follow the answer that reports it.
 
     Raises:
-        PaymentMismatchError: another booking, amount or currency, PAID without ``paidAt``
-            or with a ``paidAt`` outside that window (``details.fields`` names them).
+        PaymentMismatchError: another booking, amount or currency, PAID without a paid time
+            or with one outside that window (``details.fields`` names them).
         PaymentPendingError: the payment is still PENDING (nothing changes).
     """
     price = booking.payment.price
     mismatched = [
         field
         for field, ok in (
-            ("bookingId", answer.booking_id == booking.booking_id),
+            ("booking_id", answer.booking_id == booking.booking_id),
             ("amount", answer.amount == price.amount),
             ("currency", answer.currency == price.currency),
             (
-                "paidAt",
+                "paid_at",
                 answer.status is not PaymentStatus.PAID or _paid_in_window(booking, answer, skew),
             ),
         )
         if not ok
     ]
     if mismatched:
-        raise PaymentMismatchError(bookingId=booking.booking_id, fields=mismatched)
+        raise PaymentMismatchError(booking_id=booking.booking_id, fields=mismatched)
     status = answer.status
     if status is PaymentStatus.PENDING:
         raise PaymentPendingError(
-            bookingId=booking.booking_id,
-            expiresAt=format_instant(booking.expires_at),
+            booking_id=booking.booking_id,
+            expires_at=booking.expires_at,
             booking=booking,
         )
     final = {
@@ -148,12 +145,7 @@ def _paid_in_window(booking: Booking, answer: PaymentAnswer, skew: timedelta) ->
 def payment_refusal(booking: Booking) -> PaymentFailedError | PaymentClosedError | None:
     """The error that reports a committed FAILED/CLOSED outcome, or ``None`` when confirmed."""
     if booking.status is BookingStatus.PAYMENT_FAILED:
-        return PaymentFailedError(bookingId=booking.booking_id, booking=booking)
+        return PaymentFailedError(booking_id=booking.booking_id, booking=booking)
     if booking.status is BookingStatus.PAYMENT_CLOSED:
-        return PaymentClosedError(bookingId=booking.booking_id, booking=booking)
+        return PaymentClosedError(booking_id=booking.booking_id, booking=booking)
     return None
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)

@@ -13,71 +13,13 @@ from typing import Any
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import ToolNotFoundError
 from expert_booking.edge.schemas import SchemaDocument, SchemaRegistry
+from expert_booking.edge.tool_registry import LOGICAL_TOOLS, LogicalTool
 
-LOGICAL_TOOLS = (
-    "booking.search_available_slots",
-    "booking.hold_slot",
-    "booking.confirm_booking",
-    "booking.get_booking",
-)
 URI_PREFIX = "tool://"
 SUMMARY_LIMIT = 200
 MEMO_QUERY_LIMIT = 200
 """Longer search queries are answered but not memoised (only the body limit bounds a query)."""
 _ECHOABLE_URI = re.compile(r"tool://[a-z_]+\.[a-z_]+")
-
-# The human title of each logical tool as tool_catalog.search lists it (and indexes it).
-TITLES: Mapping[str, str] = {
-    "booking.search_available_slots": "Search available expert slots",
-    "booking.hold_slot": "Hold a slot for a customer",
-    "booking.confirm_booking": "Confirm a held booking after approval and payment",
-    "booking.get_booking": "Get the current state of a booking",
-}
-
-# Words an agent or a user types for each tool, in English, Chinese and German: first the intent
-# (verbs and the nouns that name the action), then the topic (objects several tools share).
-# Matching runs on the index's own tokens (folded, lightly stemmed): one spelling per word.
-KEYWORDS: Mapping[str, tuple[str, str]] = {
-    "booking.search_available_slots": (
-        (
-            "search find browse list available availability free open opening vacant options "
-            "which who meet talk consult consultation advice "
-            "搜索 查找 寻找 找 空闲 有空 可预约 可用 哪些 列出 档期 空档 "
-            "suchen finden zeigen anzeigen freie frei verfügbar Verfügbarkeit offen welche"
-        ),
-        (
-            "slot time appointment expert specialist consultant advisor schedule calendar when "
-            "sometime 时段 时间 时间段 专家 顾问 老师 日程 什么时候 咨询 "
-            "Termin Zeitfenster Zeit Experte Berater Beratung Spezialist Kalender wann"
-        ),
-    ),
-    "booking.hold_slot": (
-        (
-            "hold reserve book lock secure claim grab take block keep tentative "
-            "预约 预订 预定 订下 占用 占住 锁定 锁住 保留 占位 预留 约 订 "
-            "reservieren buchen halten vormerken vorläufig blockieren sichern festhalten belegen"
-        ),
-        "slot time reservation appointment 时段 时间 Termin Slot Reservierung Zeitfenster",
-    ),
-    "booking.confirm_booking": (
-        (
-            "confirm confirmation finalize finalise complete approve approval paid pay payment "
-            "checkout finish 确认 确定 支付 付款 付过 付完 已付 完成 完成预约 批准 同意 缴费 "
-            "bestätigen Bestätigung bezahlen bezahlt Zahlung gezahlt zahle abschließen freigeben "
-            "Genehmigung genehmigt erledigt"
-        ),
-        "booking reservation 预约 Buchung Reservierung Termin",
-    ),
-    "booking.get_booking": (
-        (
-            "get status state check view details lookup retrieve current progress still held "
-            "confirmed expire expired valid 查询 状态 订单 详情 查看 进度 情况 怎么样 还在 有效 "
-            "过期 Status Stand aktuell abrufen nachsehen nachschlagen Details prüfen gültig "
-            "abgelaufen Buchungsstatus Buchungsdetails"
-        ),
-        "booking order reservation version look 信息 我的 版本 Buchung Reservierung Auftrag",
-    ),
-}
 
 # Field weights of the BM25F index (name and keywords say most about intent; prose least).
 FIELD_WEIGHTS = {
@@ -178,7 +120,7 @@ def _stem(word: str) -> str:
 class _Bm25fIndex:
     """BM25F over a few documents with weighted fields (Robertson & Zaragoza 2009, section 3).
 
-    Written here, not taken from a library: the corpus is four fixed documents needing field
+    Written here, not taken from a library: the corpus is a few fixed documents needing field
     weights, CJK n-grams and umlaut folding that no BM25 package on our pins offers, and fifty
     lines do not justify a dependency.
     """
@@ -262,10 +204,18 @@ class ToolCatalog:
     ``MEMO_QUERY_LIMIT`` characters is never kept, so one entry stays small.
     """
 
-    def __init__(self, registry: SchemaRegistry, *, memo_size: int = 1024) -> None:
-        self.entries = {name: _entry(name, registry[input_stem(name)]) for name in LOGICAL_TOOLS}
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        *,
+        memo_size: int = 1024,
+        tools: tuple[LogicalTool[Any, Any], ...] = LOGICAL_TOOLS,
+    ) -> None:
+        self.entries = {tool.name: _entry(tool, registry[tool.input_schema]) for tool in tools}
         self._by_uri = {entry.uri: entry for entry in self.entries.values()}
-        self._index = _Bm25fIndex({name: _fields(e) for name, e in self.entries.items()})
+        self._index = _Bm25fIndex(
+            {tool.name: _fields(self.entries[tool.name], tool) for tool in tools}
+        )
         self._memo: dict[Hashable, Mapping[str, Any]] = {}
         self._memo_size = memo_size
 
@@ -327,15 +277,15 @@ class ToolCatalog:
 
 
 def input_stem(name: str) -> str:
-    """Schema file stem of a logical tool's input (``booking.hold_slot`` -> ``..._input``)."""
+    """Schema file stem of an MCP tool's input (``tool_catalog.read`` -> ``..._input``)."""
     return name.replace(".", "_") + "_input"
 
 
-def _entry(name: str, document: SchemaDocument) -> CatalogEntry:
+def _entry(tool: LogicalTool[Any, Any], document: SchemaDocument) -> CatalogEntry:
     return CatalogEntry(
-        name=name,
-        title=TITLES[name],
-        uri=URI_PREFIX + name,
+        name=tool.name,
+        title=tool.title,
+        uri=URI_PREFIX + tool.name,
         summary=summarize(str(document.schema.get("description", ""))),
         document=document,
     )
@@ -355,15 +305,15 @@ def summarize(description: str, limit: int = SUMMARY_LIMIT) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def _fields(entry: CatalogEntry) -> dict[str, list[str]]:
+def _fields(entry: CatalogEntry, tool: LogicalTool[Any, Any]) -> dict[str, list[str]]:
     _, _, local = entry.name.partition(".")
     return {
         "name": tokenize(local, index=True),
         "title": tokenize(entry.title, index=True),
         "description": tokenize(str(entry.document.schema.get("description", "")), index=True),
         "params": tokenize(" ".join(_property_names(entry.document.schema)), index=True),
-        "intent": keyword_terms(KEYWORDS[entry.name][0]),
-        "topic": keyword_terms(KEYWORDS[entry.name][1]),
+        "intent": keyword_terms(tool.intent_words),
+        "topic": keyword_terms(tool.topic_words),
     }
 
 

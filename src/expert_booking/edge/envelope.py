@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from expert_booking.domain.errors import BookingError, InternalError
 from expert_booking.domain.model import Booking
+from expert_booking.edge.error_texts import message_of, recovery_of, wire_details
 from expert_booking.edge.json_text import compact_text
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_META,
@@ -53,20 +54,20 @@ def failure(
 ) -> dict[str, Any]:
     """``{"ok": false, "error": ..., "meta": ...}``; a booking on the error becomes a snapshot.
 
-    Only the error's own client-safe fields are used: its code, message, details and the
-    catalog's retry rule and recovery sentence. Nothing of a cause or traceback.
+    Only the error's own client-safe fields are used: its code, message, details and retry
+    rule, and its code's recovery sentence (``error_texts``). Nothing of a cause or traceback.
     """
-    details = dict(error.details)
+    details = wire_details(error)
     if error.booking is not None:
         details["booking"] = booking_renderer(error.booking)
     return {
         "ok": False,
         "error": {
             "code": error.code,
-            "message": error.message,
+            "message": message_of(error),
             "retryable": error.retryable,
             "details": details,
-            "recovery": {"action": error.recovery},
+            "recovery": {"action": recovery_of(error)},
         },
         "meta": meta,
     }
@@ -91,7 +92,7 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
             operation_id,
             extra={"operation_id": operation_id},
         )
-        return InternalError(operationId=operation_id)
+        return InternalError(operation_id=operation_id)
 
 
 def to_call_result(envelope: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 import mcp_types as types
@@ -15,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 
 from expert_booking.domain.errors import BookingError
-from expert_booking.domain.model import format_instant, parse_instant
+from expert_booking.domain.model import format_instant
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
@@ -25,27 +24,33 @@ from expert_booking.edge.observability import (
     caller_of,
     derive_trace_id,
 )
+from expert_booking.edge.request_context import asgi_scope, call_context, request_times
 from expert_booking.edge.schemas import SchemaRegistry
-from expert_booking.edge.tools import (
+from expert_booking.edge.tool_registry import (
+    BY_NAME,
     CATALOG_CALL,
+    LOGICAL_TOOLS,
+    ToolHints,
+    call_hints,
+)
+from expert_booking.edge.tools import (
     CATALOG_READ,
     CATALOG_SEARCH,
-    BookingUseCases,
     Outcome,
     ToolDispatcher,
 )
 from expert_booking.edge.wire import render_booking
-from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.ports import Clock
+from expert_booking.services import BookingService
 
 SERVER_NAME = "expert-booking-mcp"
 # tools/list and server/discover only change with the server version. One hour bounds how long
 # a client keeps an old list after an upgrade; "public": identical for every caller.
 LIST_CACHE_HINT = CacheHint(ttl_ms=3_600_000, scope="public")
 
-INSTRUCTIONS = """\
+_INSTRUCTIONS = """\
 Expert booking: find an expert's free time slot, hold it, and confirm it after the person \
-approved and paid. Three tools give progressive access to four logical tools:
+approved and paid. Three tools give progressive access to {count} logical tools ({names}):
 1. tool_catalog.search - find the logical tool for the task (English, Chinese or German words).
 2. tool_catalog.read - read that tool's complete input schema page by page until next is null; \
 keep it in context and do not read it again.
@@ -60,6 +65,9 @@ agent, by the person, at paymentPageUrl; never pay for them. Call booking.confir
 after the person approved and paid. Use a new UUID idempotencyKey per intended hold or \
 confirmation and retry a failed or timed-out call with the same key and arguments. Every result \
 is an envelope: act on error.code and error.recovery.action."""
+INSTRUCTIONS = _INSTRUCTIONS.format(
+    count=len(LOGICAL_TOOLS), names=", ".join(tool.name for tool in LOGICAL_TOOLS)
+)
 
 _DESCRIPTIONS = {
     CATALOG_SEARCH: (
@@ -85,7 +93,7 @@ _TITLES = {
 
 def build_mcp_server(
     *,
-    service: BookingUseCases,
+    service: BookingService,
     clock: Clock,
     registry: SchemaRegistry,
     version: str,
@@ -124,12 +132,7 @@ def build_mcp_server(
                 title=_TITLES[name],
                 description=_DESCRIPTIONS[name],
                 input_schema=dict(schema),
-                annotations=types.ToolAnnotations(
-                    read_only_hint=name != CATALOG_CALL,
-                    destructive_hint=False,
-                    idempotent_hint=True,
-                    open_world_hint=name == CATALOG_CALL,
-                ),
+                annotations=_annotations(name),
             )
             for name, schema in schemas.items()
         ]
@@ -144,8 +147,9 @@ def build_mcp_server(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
         if params.name not in schemas:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        client_sent_at, server_received_at = request_times(ctx, clock)
+            raise _unknown_tool(params.name)
+        scope = asgi_scope(ctx)
+        client_sent_at, server_received_at = request_times(ctx, scope, clock)
         args: Mapping[str, Any] = params.arguments or {}
         span_id = args.get("requestSpanId")
         trace_id = derive_trace_id(span_id if isinstance(span_id, str) else None)
@@ -155,7 +159,8 @@ def build_mcp_server(
             caller=caller_of(ctx.meta),
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:
-            outcome = await dispatcher.run(params.name, args, action)
+            context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
+            outcome = await dispatcher.run(params.name, args, action, context)
             envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
         return to_call_result(envelope)
 
@@ -221,32 +226,39 @@ async def _read_resource(
     )
 
 
-def request_times(ctx: ServerRequestContext[Any], clock: Clock) -> tuple[str, str]:
-    """``clientSentAt`` and ``serverReceivedAt`` of this request.
+def _annotations(name: str) -> types.ToolAnnotations:
+    """The catalog tools read the fixed catalog; ``tool_catalog.call`` is what it reaches.
 
-    Over HTTP the timestamp middleware put both into the ASGI scope. Whatever is missing there
-    (the SDK's in-process client has no HTTP request; tests use it) comes from
-    ``params._meta.clientSentAt`` and from the clock now. A request without a client time is
-    refused as over HTTP, never given an invented one.
-
-    Raises:
-        MCPError: -32600 with ``data.code = "MISSING_CLIENT_TIMESTAMP"``.
+    ``tool_catalog.call`` claims only what holds for every logical tool behind it
+    (``call_hints``): it proxies writes, so it is not read-only; it reaches the payment
+    service, an open world.
     """
-    scope = getattr(ctx.request, "scope", None)
-    if not isinstance(scope, Mapping):
-        scope = {}
-    sent = _text(scope.get(SCOPE_CLIENT_SENT_AT))
-    if sent is None:
-        stamped = (ctx.meta or {}).get(CLIENT_SENT_META)
-        if not isinstance(stamped, str) or not _is_instant(stamped):
-            raise MCPError(
-                code=types.INVALID_REQUEST,
-                message="Missing or malformed clientSentAt (RFC 3339 UTC).",
-                data={"code": "MISSING_CLIENT_TIMESTAMP"},
-            )
-        sent = stamped
-    received = _text(scope.get(SCOPE_RECEIVED_AT))
-    return sent, received if received is not None else format_instant(clock.now())
+    hints = (
+        call_hints()
+        if name == CATALOG_CALL
+        else ToolHints(read_only=True, destructive=False, idempotent=True)
+    )
+    return types.ToolAnnotations(
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=name == CATALOG_CALL,
+    )
+
+
+def _unknown_tool(name: str) -> MCPError:
+    """-32602 for a name that is not one of the three tools; a logical tool's names the way."""
+    if name in BY_NAME:
+        return MCPError(
+            code=types.INVALID_PARAMS,
+            message=(
+                f"Unknown tool: {name} is a logical tool, not an MCP tool. Call it through "
+                f'tool_catalog.call with {{"name": "{name}", "arguments": {{...}}, '
+                '"requestSpanId": "<uuid>"}.'
+            ),
+            data={"name": name, "callThrough": CATALOG_CALL},
+        )
+    return MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}")
 
 
 def _envelope(
@@ -265,17 +277,3 @@ def _envelope(
     if isinstance(outcome.result, BookingError):
         return failure(outcome.result, meta, render_booking)
     return success(outcome.result.data, meta)
-
-
-def _text(value: object) -> str | None:
-    if isinstance(value, datetime):
-        return format_instant(value)
-    return value if isinstance(value, str) else None
-
-
-def _is_instant(text: str) -> bool:
-    try:
-        parse_instant(text)
-    except ValueError:
-        return False
-    return True

@@ -1,25 +1,18 @@
-"""Mapping between validated wire arguments, domain commands and JSON-ready result dicts."""
+"""Domain values to the JSON-ready dicts of tool results (the one domain -> wire mapping)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from expert_booking.domain.errors import InvalidArgumentsError
 from expert_booking.domain.model import (
     Booking,
-    Customer,
-    HumanApproval,
     Intent,
     Slot,
     format_instant,
-    parse_instant,
 )
-from expert_booking.edge.validation import json_pointer
-from expert_booking.ports import SlotQuery
-from expert_booking.services import ConfirmBooking, HoldSlot, SearchSlots, SlotPage
+from expert_booking.services import SlotPage
 
 # The instants a result shows repeat (a slot's times on every search that lists it, a
 # booking's on every read): each is formatted once. Only UTC values are memoised: equal
@@ -29,51 +22,6 @@ _format_utc_once = functools.lru_cache(maxsize=8192)(format_instant)
 
 def _shown_instant(value: datetime) -> str:
     return _format_utc_once(value) if value.tzinfo is UTC else format_instant(value)
-
-
-def search_command(args: Mapping[str, Any]) -> SearchSlots:
-    """``booking.search_available_slots`` arguments as a command."""
-    return SearchSlots(
-        query=SlotQuery(
-            text=args["query"],
-            specialty=args.get("specialty"),
-            starts_after=_optional_instant(args, "startsAfter"),
-            starts_before=_optional_instant(args, "startsBefore"),
-        ),
-        limit=args["limit"],
-        cursor=args.get("cursor"),
-    )
-
-
-def hold_command(args: Mapping[str, Any]) -> HoldSlot:
-    """``booking.hold_slot`` arguments as a command; the customer is kept exactly as sent."""
-    customer = args["customer"]
-    return HoldSlot(
-        slot_id=args["slotId"],
-        customer=Customer(
-            name=customer["name"],
-            email=customer["email"],
-            phone=customer.get("phone"),
-            note=customer.get("note"),
-        ),
-        idempotency_key=args["idempotencyKey"],
-    )
-
-
-def confirm_command(args: Mapping[str, Any]) -> ConfirmBooking:
-    """``booking.confirm_booking`` arguments as a command (``humanApproval`` may be absent)."""
-    approval = args.get("humanApproval")
-    return ConfirmBooking(
-        booking_id=args["bookingId"],
-        expected_version=args["expectedVersion"],
-        idempotency_key=args["idempotencyKey"],
-        human_approval=None if approval is None else _approval(approval),
-    )
-
-
-def booking_id_of(args: Mapping[str, Any]) -> str:
-    """``booking.get_booking`` arguments: the booking id."""
-    return str(args["bookingId"])
 
 
 def render_booking(booking: Booking) -> dict[str, Any]:
@@ -149,45 +97,6 @@ def render_slot_page(page: SlotPage) -> dict[str, Any]:
         "total": page.total,
         "nextCursor": page.next_cursor,
     }
-
-
-def _approval(approval: Mapping[str, Any]) -> HumanApproval:
-    intent = approval["intent"]
-    return HumanApproval(
-        approval_id=approval["approvalId"],
-        decision=approval["decision"],
-        approved_at=_instant(approval["approvedAt"], ["humanApproval", "approvedAt"]),
-        intent=Intent(
-            booking_id=intent["bookingId"],
-            slot_id=intent["slotId"],
-            starts_at=intent["startsAt"],  # compared as the exact string the person approved
-            amount=intent["amount"],
-            currency=intent["currency"],
-            version=intent["version"],
-        ),
-        intent_hash=approval["intentHash"],
-    )
-
-
-def _optional_instant(args: Mapping[str, Any], key: str) -> datetime | None:
-    value = args.get(key)
-    return None if value is None else _instant(value, [key])
-
-
-def _instant(text: str, path: list[str]) -> datetime:
-    """Parse an RFC 3339 string the format check accepted (leap seconds still fail here)."""
-    try:
-        return parse_instant(text)
-    except ValueError as exc:
-        raise InvalidArgumentsError(
-            violations=[
-                {
-                    "pointer": json_pointer(path),
-                    "message": "must be an RFC 3339 date-time within years 0001-9999 UTC, "
-                    "without a leap second.",
-                }
-            ]
-        ) from exc
 
 
 def _optional_text(value: datetime | None) -> str | None:

@@ -110,10 +110,6 @@ class PaymentStub:
             body = raw_body.encode() if isinstance(raw_body, str) else raw_body
         self._answers[booking_id] = PaymentAnswer(http_status, body, delay_seconds)
 
-    def clear_answer(self, booking_id: str) -> None:
-        """Forget the answer for ``booking_id`` (it gets 404 again)."""
-        self._answers.pop(booking_id, None)
-
     def requests_for(self, booking_id: str) -> list[RecordedRequest]:
         """The recorded requests that asked about ``booking_id``."""
         return [request for request in self.requests if request.booking_id == booking_id]

@@ -1,0 +1,169 @@
+"""What a caller reads about each error code: its message and its recovery sentence.
+
+The wire words for the domain's errors (tool names, argument names, field names) live here, at
+the edge; the domain knows only the codes, their retry rule and the facts in ``details``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from expert_booking.domain.errors import BookingError, ErrorCode
+from expert_booking.domain.model import format_instant
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorText:
+    """The standard message of a code and the recovery sentence an agent acts on."""
+
+    message: str
+    recovery: str
+
+
+ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
+    ErrorCode.INVALID_ARGUMENTS: ErrorText(
+        message="The arguments do not match the tool's input schema.",
+        recovery="Fix the fields named by each JSON Pointer in details.violations, "
+        "re-reading the tool schema with tool_catalog.read if needed, then call again.",
+    ),
+    ErrorCode.INVALID_CURSOR: ErrorText(
+        message="The cursor is malformed or belongs to a different query.",
+        recovery="Repeat the search without a cursor, or pass the cursor only with the exact "
+        "query it was returned for.",
+    ),
+    ErrorCode.TOOL_NOT_FOUND: ErrorText(
+        message="No logical tool has this name.",
+        recovery="Use tool_catalog.search to find the exact logical tool name, then call it.",
+    ),
+    ErrorCode.BOOKING_NOT_FOUND: ErrorText(
+        message="No booking has this id.",
+        recovery="Check the bookingId returned by booking.hold_slot; do not invent booking ids.",
+    ),
+    ErrorCode.SLOT_NOT_FOUND: ErrorText(
+        message="No slot has this id.",
+        recovery="Search with booking.search_available_slots and use a slotId it returned.",
+    ),
+    ErrorCode.SLOT_UNAVAILABLE: ErrorText(
+        message="The slot is already held or booked, or has started.",
+        recovery="Another booking holds or owns this slot; search again and offer the user "
+        "a different free slot.",
+    ),
+    ErrorCode.BOOKING_EXPIRED: ErrorText(
+        message="The hold expired and the slot was released.",
+        recovery="The hold ran out and the slot was released; hold a slot again with a new "
+        "idempotencyKey and ask the user for a new approval.",
+    ),
+    ErrorCode.VERSION_CONFLICT: ErrorText(
+        message="The booking's version differs from expectedVersion.",
+        recovery="The booking changed; read it with booking.get_booking, show the current "
+        "state to the user and obtain a new approval for the new version.",
+    ),
+    ErrorCode.IDEMPOTENCY_CONFLICT: ErrorText(
+        message="This idempotencyKey was used before with different arguments.",
+        recovery="This idempotencyKey was already used with different arguments; use a new "
+        "UUID for a new request, or resend the original arguments unchanged.",
+    ),
+    ErrorCode.PAYMENT_PENDING: ErrorText(
+        message="Payment has not completed; the booking remains held until expiresAt.",
+        recovery="Payment has not completed; ask the user to finish paying at paymentPageUrl, "
+        "then retry the same confirmation while the approval is still fresh and before "
+        "expiresAt (otherwise ask the person to approve again).",
+    ),
+    ErrorCode.PAYMENT_FAILED: ErrorText(
+        message="The payment failed; the booking was released.",
+        recovery="The payment failed and the slot was released; tell the user and, if they "
+        "wish, hold a slot again.",
+    ),
+    ErrorCode.PAYMENT_CLOSED: ErrorText(
+        message="The payment was closed without paying; the booking was released.",
+        recovery="The payment was closed without paying and the slot was released; hold a "
+        "slot again if the user still wants it.",
+    ),
+    ErrorCode.PAYMENT_MISMATCH: ErrorText(
+        message="The payment service's answer does not match this booking.",
+        recovery="The payment service reported a payment that does not match this booking; "
+        "nothing was changed. Do not retry; ask a person to check the payment.",
+    ),
+    ErrorCode.PAYMENT_UNAVAILABLE: ErrorText(
+        message="The payment service could not be queried.",
+        recovery="The payment service could not be reached; nothing was changed. Retry the "
+        "same call with the same idempotencyKey after a short wait, before expiresAt.",
+    ),
+    ErrorCode.HUMAN_APPROVAL_REQUIRED: ErrorText(
+        message="Confirmation needs a human approval of the exact intent.",
+        recovery="Show the user the booking's confirmationIntent and ask them to approve it; "
+        "send their approval as humanApproval.",
+    ),
+    ErrorCode.HUMAN_APPROVAL_REJECTED: ErrorText(
+        message="The person rejected this booking.",
+        recovery="The user rejected this booking; do not confirm it. Ask what they want instead.",
+    ),
+    ErrorCode.HUMAN_APPROVAL_EXPIRED: ErrorText(
+        message="The approval is not fresh (too old, dated in the future, or dated before "
+        "the intent it approves was issued).",
+        recovery="The approval is too old, dated in the future, or dated before the server "
+        "issued the intent it approves (details.reason STALE, FUTURE or BEFORE_INTENT); ask "
+        "the user to approve the current confirmationIntent again and send the fresh approval.",
+    ),
+    ErrorCode.APPROVAL_INTENT_HASH_MISMATCH: ErrorText(
+        message="intentHash is not the SHA-256 of the approved intent.",
+        recovery="Copy intent and intentHash unchanged from the booking's confirmationIntent; "
+        "never rebuild or edit them.",
+    ),
+    ErrorCode.APPROVAL_INTENT_MISMATCH: ErrorText(
+        message="The approved intent differs from the booking as it is now.",
+        recovery="The approved intent is not the booking as it is now; read the booking with "
+        "booking.get_booking and ask the user to approve its current confirmationIntent.",
+    ),
+    ErrorCode.INVALID_STATE: ErrorText(
+        message="The booking's status does not allow this action.",
+        recovery="The booking is not in a state that allows this; read it with "
+        "booking.get_booking and act on its status.",
+    ),
+    ErrorCode.STORAGE_BUSY: ErrorText(
+        message="The booking store is busy.",
+        recovery="The booking store is busy; nothing was changed. Retry the same call with "
+        "the same idempotencyKey after a short wait.",
+    ),
+    ErrorCode.INTERNAL_ERROR: ErrorText(
+        message="An unexpected error occurred.",
+        recovery="An unexpected error occurred; quote the operationId when reporting it. "
+        "Read the booking with booking.get_booking before trying anything else.",
+    ),
+}
+
+
+def message_of(error: BookingError) -> str:
+    """The error's own message, or its code's standard one."""
+    return error.message or ERROR_TEXTS[error.code].message
+
+
+def recovery_of(error: BookingError) -> str:
+    """The recovery sentence of the error's code."""
+    return ERROR_TEXTS[error.code].recovery
+
+
+def wire_details(error: BookingError) -> dict[str, Any]:
+    """``details`` as the wire shows them: camelCase keys, RFC 3339 instants.
+
+    The domain names the fields of a mismatch (``details["fields"]``) by its own snake_case
+    names; they are shown camelCase too. Values the edge put there itself (``violations``)
+    pass unchanged.
+    """
+    shown: dict[str, Any] = {}
+    for key, value in error.details.items():
+        if isinstance(value, datetime):
+            value = format_instant(value)  # noqa: PLW2901 - the shown form of the same value
+        elif key == "fields":
+            value = [camel_case(name) for name in value]  # noqa: PLW2901 - as above
+        shown[camel_case(key)] = value
+    return shown
+
+
+def camel_case(name: str) -> str:
+    """``approval_ttl_seconds`` -> ``approvalTtlSeconds`` (a camelCase name stays as it is)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)

@@ -1,0 +1,135 @@
+"""The request a ``tools/call`` serves, read once at the edge: its times and its ``CallContext``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from expert_booking.call_context import LOCAL, CallContext
+from expert_booking.domain.model import format_instant, parse_instant
+from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
+from expert_booking.ports import Clock, TraceContext
+
+_LANGUAGE_TAG_LIMIT = 35
+"""RFC 5646 puts a practical limit of 35 characters on a language tag; longer is refused."""
+_SUBTAG_LIMIT = 8
+
+
+def asgi_scope(ctx: ServerRequestContext[Any]) -> Mapping[str, Any]:
+    """The ASGI scope of the HTTP request, or ``{}`` (the SDK's in-process client has none)."""
+    scope = getattr(ctx.request, "scope", None)
+    return scope if isinstance(scope, Mapping) else {}
+
+
+def request_times(
+    ctx: ServerRequestContext[Any], scope: Mapping[str, Any], clock: Clock
+) -> tuple[str, str]:
+    """``clientSentAt`` and ``serverReceivedAt`` of this request.
+
+    Over HTTP the timestamp middleware put both into the ASGI scope. Whatever is missing there
+    (the SDK's in-process client has no HTTP request; tests use it) comes from
+    ``params._meta.clientSentAt`` and from the clock now. A request without a client time is
+    refused as over HTTP, never given an invented one.
+
+    Raises:
+        MCPError: -32600 with ``data.code = "MISSING_CLIENT_TIMESTAMP"``.
+    """
+    sent = _text(scope.get(SCOPE_CLIENT_SENT_AT))
+    if sent is None:
+        stamped = (ctx.meta or {}).get(CLIENT_SENT_META)
+        if not isinstance(stamped, str) or not _is_instant(stamped):
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message="Missing or malformed clientSentAt (RFC 3339 UTC).",
+                data={"code": "MISSING_CLIENT_TIMESTAMP"},
+            )
+        sent = stamped
+    received = _text(scope.get(SCOPE_RECEIVED_AT))
+    return sent, received if received is not None else format_instant(clock.now())
+
+
+def call_context(
+    scope: Mapping[str, Any], trace: TraceContext, client_sent_at: str, server_received_at: str
+) -> CallContext:
+    """The ``CallContext`` of one request: the local principal (no authentication yet)."""
+    headers = scope.get("headers") or ()
+    client = scope.get("client")
+    peer = f"{client[0]}:{client[1]}" if isinstance(client, tuple | list) and client else None
+    return CallContext(
+        principal=LOCAL,
+        trace=trace,
+        client_sent_at=parse_instant(client_sent_at),
+        server_received_at=parse_instant(server_received_at),
+        locale=preferred_language(_header(headers, b"accept-language")),
+        peer=peer,
+    )
+
+
+def preferred_language(header: str | None) -> str | None:
+    """The language tag an ``Accept-Language`` value prefers most (RFC 9110 section 12.5.4).
+
+    Highest ``q`` first, then the earliest listed; ``*``, ``q=0`` and malformed entries are
+    skipped. ``None`` when nothing usable is left.
+    """
+    if not header:
+        return None
+    best: tuple[float, int, str] | None = None
+    for position, item in enumerate(header.split(",")):
+        tag, _, parameters = item.strip().partition(";")
+        tag = tag.strip()
+        weight = _weight(parameters)
+        if not _is_language_tag(tag) or weight is None or weight <= 0:
+            continue
+        candidate = (-weight, position, tag)
+        if best is None or candidate < best:
+            best = candidate
+    return None if best is None else best[2]
+
+
+def _weight(parameters: str) -> float | None:
+    """The ``q`` of an entry's parameters (1 when absent), ``None`` when malformed."""
+    name, _, value = parameters.strip().partition("=")
+    if not name.strip():
+        return 1.0
+    if name.strip().lower() != "q":
+        return None
+    try:
+        weight = float(value.strip())
+    except ValueError:
+        return None
+    return weight if 0 <= weight <= 1 else None
+
+
+def _is_language_tag(tag: str) -> bool:
+    parts = tag.split("-")
+    return (
+        0 < len(tag) <= _LANGUAGE_TAG_LIMIT
+        and all(part.isascii() and part.isalnum() and len(part) <= _SUBTAG_LIMIT for part in parts)
+        and parts[0].isalpha()
+    )
+
+
+def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    return value if isinstance(value, str) else None
+
+
+def _is_instant(text: str) -> bool:
+    try:
+        parse_instant(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,228 @@
+"""An in-memory ``BookingStore``: the fake of the store port that the service tests also run on.
+
+It keeps the seed's experts and slots and answers every port operation as the store contract
+(``tests/store_contract``) requires of any engine: all-or-nothing transactions run one at a
+time off the event loop, at most one active (HELD or CONFIRMED) booking per slot, compare-and-
+set updates by version, idempotency records written once, and peeks that see the last commit
+only. It is a test double, never shipped: an engine for production implements the port on a
+real database (SQLite today, PostgreSQL next) and passes the same suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TypeVar
+
+from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.domain.errors import (
+    BookingNotFoundError,
+    InternalError,
+    SlotUnavailableError,
+    VersionConflictError,
+)
+from expert_booking.domain.model import (
+    ACTIVE_STATUSES,
+    Booking,
+    BookingStatus,
+    Money,
+    Slot,
+    parse_instant,
+)
+from expert_booking.ports import (
+    HoldLookup,
+    IdempotencyRecord,
+    SlotQuery,
+    SlotSearchResult,
+    Transaction,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Expert:
+    name: str
+    specialty: str
+    keywords: str
+
+    def matches(self, query: SlotQuery) -> bool:
+        if query.specialty is not None and self.specialty.casefold() != query.specialty.casefold():
+            return False
+        text = f"{self.name} {self.specialty} {self.keywords}".casefold()
+        return all(token in text for token in query.text.casefold().split())
+
+
+@dataclass(slots=True)
+class _State:
+    """Everything the store holds; a transaction works on a copy and commits by replacing it."""
+
+    bookings: dict[str, Booking] = field(default_factory=dict)
+    records: dict[tuple[str, str], IdempotencyRecord] = field(default_factory=dict)
+
+    def copy(self) -> _State:
+        return _State(dict(self.bookings), dict(self.records))
+
+
+def _seed() -> tuple[dict[str, _Expert], dict[str, Slot]]:
+    experts = {e.expert_id: _Expert(e.name, e.specialty, e.keywords) for e in SEED_EXPERTS}
+    slots = {
+        s.slot_id: Slot(
+            slot_id=s.slot_id,
+            expert_id=s.expert_id,
+            expert_name=experts[s.expert_id].name,
+            specialty=experts[s.expert_id].specialty,
+            starts_at=parse_instant(s.starts_at),
+            ends_at=parse_instant(s.ends_at),
+            price=Money(s.price_amount, s.price_currency),
+        )
+        for s in SEED_SLOTS
+    }
+    return experts, slots
+
+
+class MemoryTransaction:
+    """``ports.Transaction`` over a private copy of the state; valid only while its work runs."""
+
+    def __init__(self, state: _State, experts: dict[str, _Expert], slots: dict[str, Slot]):
+        self.state = state
+        self.finished = False
+        self._experts = experts
+        self._slots = slots
+
+    def release_overdue(self, now: datetime) -> int:
+        overdue = [
+            booking
+            for booking in self._bookings().values()
+            if booking.status is BookingStatus.HELD and booking.expires_at <= now
+        ]
+        for booking in overdue:
+            self.state.bookings[booking.booking_id] = replace(
+                booking, status=BookingStatus.EXPIRED, version=booking.version + 1
+            )
+        return len(overdue)
+
+    def next_hold_expiry(self) -> datetime | None:
+        return min(
+            (b.expires_at for b in self._bookings().values() if b.status is BookingStatus.HELD),
+            default=None,
+        )
+
+    def search_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> tuple[list[Slot], int]:
+        taken = {b.slot_id for b in self._bookings().values() if b.status in ACTIVE_STATUSES}
+        free = sorted(
+            (
+                slot
+                for slot in self._slots.values()
+                if slot.slot_id not in taken
+                and slot.starts_at > now
+                and (query.starts_after is None or slot.starts_at >= query.starts_after)
+                and (query.starts_before is None or slot.starts_at < query.starts_before)
+                and self._experts[slot.expert_id].matches(query)
+            ),
+            key=lambda slot: (slot.starts_at, slot.slot_id),
+        )
+        start = max(0, offset)
+        return free[start : start + max(0, limit)], len(free)
+
+    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+        return HoldLookup(
+            self.get_idempotency(scope, key), self._slots.get(slot_id), self.next_hold_expiry()
+        )
+
+    def get_booking(self, booking_id: str) -> Booking | None:
+        return self._bookings().get(booking_id)
+
+    def insert_booking(self, booking: Booking) -> None:
+        if booking.slot_id not in self._slots or booking.booking_id in self._bookings():
+            raise InternalError
+        self._check_free(booking)
+        self.state.bookings[booking.booking_id] = booking
+
+    def update_booking(self, booking: Booking, expected_version: int) -> None:
+        stored = self._bookings().get(booking.booking_id)
+        if stored is None:
+            raise BookingNotFoundError(booking_id=booking.booking_id)
+        if stored.version != expected_version:
+            raise VersionConflictError(
+                booking_id=booking.booking_id,
+                expected_version=expected_version,
+                current_version=stored.version,
+            )
+        self._check_free(booking)
+        self.state.bookings[booking.booking_id] = booking
+
+    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        self._check_open()
+        return self.state.records.get((scope, key))
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        self._check_open()
+        if (record.scope, record.key) in self.state.records:
+            raise InternalError
+        self.state.records[(record.scope, record.key)] = record
+
+    def _check_free(self, booking: Booking) -> None:
+        if booking.status in ACTIVE_STATUSES and any(
+            other.slot_id == booking.slot_id
+            and other.booking_id != booking.booking_id
+            and other.status in ACTIVE_STATUSES
+            for other in self._bookings().values()
+        ):
+            raise SlotUnavailableError(slot_id=booking.slot_id)
+
+    def _bookings(self) -> dict[str, Booking]:
+        self._check_open()
+        return self.state.bookings
+
+    def _check_open(self) -> None:
+        if self.finished:
+            msg = "the transaction has already ended"
+            raise RuntimeError(msg)
+
+
+class MemoryBookingStore:
+    """``ports.BookingStore`` in process memory, seeded like a new SQLite database."""
+
+    def __init__(self) -> None:
+        self._experts, self._slots = _seed()
+        self._committed = _State()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-store")
+
+    async def peek_booking(self, booking_id: str) -> Booking | None:
+        return self._committed.bookings.get(booking_id)
+
+    async def peek_free_slots(
+        self, query: SlotQuery, now: datetime, offset: int, limit: int
+    ) -> SlotSearchResult:
+        tx = MemoryTransaction(self._committed, self._experts, self._slots)
+        slots, total = tx.search_free_slots(query, now, offset, limit)
+        return SlotSearchResult(slots, total, tx.next_hold_expiry())
+
+    async def run(self, work: Callable[[Transaction], T]) -> T:
+        """One transaction at a time on the store's one worker thread, in submission order.
+
+        Shielded: a submitted transaction runs to its end even if its caller is cancelled.
+        """
+        return await asyncio.shield(asyncio.wrap_future(self._worker.submit(self._transact, work)))
+
+    def _transact(self, work: Callable[[Transaction], T]) -> T:
+        tx = MemoryTransaction(self._committed.copy(), self._experts, self._slots)
+        try:
+            result = work(tx)
+        finally:
+            tx.finished = True
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            msg = "work must be a plain function, not a coroutine function"
+            raise TypeError(msg)
+        self._committed = tx.state
+        return result

@@ -1,0 +1,423 @@
+"""The store contract: what every engine behind ``ports.BookingStore`` must do, engine-neutral.
+
+Each test runs on every engine of ``conftest.ENGINES`` (SQLite and the in-memory fake today;
+PostgreSQL once it exists) and talks to the store only through the port. What only one engine
+can show (sqlite3 error causes, another process holding the file's lock, worker threads) stays
+in that engine's own tests (``tests/integration/test_sqlite_store.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import pytest
+
+from expert_booking.domain.errors import BookingError
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    Money,
+    Payment,
+    PaymentStatus,
+)
+from expert_booking.ports import (
+    BookingStore,
+    HoldLookup,
+    IdempotencyRecord,
+    SlotQuery,
+    SlotSearchResult,
+    Transaction,
+)
+from tests.fakes import ALL, SEED_ORDER, T0, make_booking, transaction_held_open
+
+pytestmark = pytest.mark.anyio
+
+
+async def _insert(store: BookingStore, *bookings: Booking) -> None:
+    def work(tx: Transaction) -> None:
+        for booking in bookings:
+            tx.insert_booking(booking)
+
+    await store.run(work)
+
+
+async def _search(
+    store: BookingStore,
+    query: SlotQuery = ALL,
+    *,
+    now: datetime = T0,
+    offset: int = 0,
+    limit: int = 20,
+) -> tuple[list[str], int]:
+    """Search in a write transaction, and check the lock-free peek answers the same."""
+
+    def work(tx: Transaction) -> SlotSearchResult:
+        slots, total = tx.search_free_slots(query, now, offset, limit)
+        return SlotSearchResult(slots, total, tx.next_hold_expiry())
+
+    found = await store.run(work)
+    assert await store.peek_free_slots(query, now, offset, limit) == found
+    return [slot.slot_id for slot in found.slots], found.total
+
+
+# --- bookings ---------------------------------------------------------------------------------
+
+
+async def test_a_booking_round_trips_through_the_store(store: BookingStore) -> None:
+    booking = make_booking(
+        customer=Customer(name="Zoë", email="Zoe@Example.COM", phone="+49 30 1234", note="Hi 你好")
+    )
+    await store.run(lambda tx: tx.insert_booking(booking))
+    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
+    assert await store.run(lambda tx: tx.get_booking("booking-nope")) is None
+    assert await store.peek_booking(booking.booking_id) == booking
+
+
+@pytest.mark.parametrize("status", list(BookingStatus))
+async def test_every_domain_status_can_be_stored_and_read_back(
+    store: BookingStore, status: BookingStatus
+) -> None:
+    booking = make_booking(status=status)
+    await store.run(lambda tx: tx.insert_booking(booking))
+    assert await store.peek_booking(booking.booking_id) == booking
+
+
+async def test_a_second_active_booking_of_a_slot_is_refused_and_nothing_is_written(
+    store: BookingStore,
+) -> None:
+    await store.run(lambda tx: tx.insert_booking(make_booking("booking-a")))
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.insert_booking(make_booking("booking-b")))
+    assert excinfo.value.code == "SLOT_UNAVAILABLE"
+    assert await store.peek_booking("booking-b") is None
+
+
+async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(store: BookingStore) -> None:
+    bookings = (
+        make_booking("booking-a", status=BookingStatus.EXPIRED),
+        make_booking("booking-b", status=BookingStatus.PAYMENT_FAILED),
+        make_booking("booking-c"),
+    )
+    await _insert(store, *bookings)
+    held = await store.run(lambda tx: tx.get_booking("booking-c"))
+    assert held is not None
+    assert held.status is BookingStatus.HELD
+
+
+async def test_reactivating_a_released_booking_of_a_taken_slot_is_refused(
+    store: BookingStore,
+) -> None:
+    expired = make_booking("booking-a", status=BookingStatus.EXPIRED, version=2)
+    await _insert(store, expired, make_booking("booking-b"))
+    reactivated = replace(expired, status=BookingStatus.HELD, version=3)
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.update_booking(reactivated, 2))
+    assert excinfo.value.code == "SLOT_UNAVAILABLE"
+    assert await store.peek_booking("booking-a") == expired
+
+
+async def test_a_booking_of_an_unknown_slot_is_refused(store: BookingStore) -> None:
+    orphan = make_booking(slot_id="slot-does-not-exist")
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.insert_booking(orphan))
+    assert excinfo.value.code == "INTERNAL_ERROR"
+    assert await store.peek_booking(orphan.booking_id) is None
+
+
+async def test_an_update_with_a_stale_version_is_a_version_conflict(store: BookingStore) -> None:
+    booking = make_booking()
+    await store.run(lambda tx: tx.insert_booking(booking))
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.update_booking(replace(booking, version=3), 2))
+    assert excinfo.value.code == "VERSION_CONFLICT"
+    assert excinfo.value.details["current_version"] == 1
+    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
+
+
+async def test_an_update_with_the_current_version_replaces_the_booking(
+    store: BookingStore,
+) -> None:
+    booking = make_booking()
+    paid_at = T0 + timedelta(seconds=42, milliseconds=7)
+    confirmed = replace(
+        booking,
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=60),
+        payment=Payment(booking.booking_id, PaymentStatus.PAID, booking.payment.price, paid_at),
+    )
+
+    def work(tx: Transaction) -> Booking | None:
+        tx.insert_booking(booking)
+        tx.update_booking(confirmed, expected_version=1)
+        return tx.get_booking(booking.booking_id)
+
+    assert await store.run(work) == confirmed
+
+
+async def test_updating_a_missing_booking_is_not_found(store: BookingStore) -> None:
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.update_booking(make_booking(), expected_version=1))
+    assert excinfo.value.code == "BOOKING_NOT_FOUND"
+
+
+async def test_overdue_holds_are_released_from_their_expiry_instant_on(
+    store: BookingStore,
+) -> None:
+    early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
+    late = make_booking(
+        "booking-late", slot_id="slot-ai-002", expires_at=T0 + timedelta(seconds=20)
+    )
+    confirmed = make_booking(
+        "booking-done",
+        slot_id="slot-law-001",
+        status=BookingStatus.CONFIRMED,
+        expires_at=T0,
+    )
+
+    def work(tx: Transaction) -> tuple[Booking | None, Booking | None]:
+        for booking in (early, late, confirmed):
+            tx.insert_booking(booking)
+        assert tx.next_hold_expiry() == early.expires_at
+        assert tx.release_overdue(early.expires_at - timedelta(milliseconds=1)) == 0
+        assert tx.release_overdue(early.expires_at) == 1
+        assert tx.next_hold_expiry() == late.expires_at
+        assert tx.release_overdue(early.expires_at) == 0
+        released = tx.get_booking(early.booking_id)
+        untouched = tx.get_booking(confirmed.booking_id)
+        assert tx.release_overdue(T0 + timedelta(days=1)) == 1
+        assert tx.next_hold_expiry() is None
+        return released, untouched
+
+    released, untouched = await store.run(work)
+    assert released == replace(early, status=BookingStatus.EXPIRED, version=2)
+    assert untouched == confirmed
+
+
+# --- idempotency records ------------------------------------------------------------------------
+
+
+async def test_an_idempotency_record_restores_an_identical_booking(store: BookingStore) -> None:
+    booking = make_booking(
+        customer=Customer(name="李雷", email="li@Example.cn", phone="+86 10"),
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=61),
+        payment=Payment(
+            "booking-x", PaymentStatus.PAID, Money("500.00", "CNY"), T0 + timedelta(seconds=59)
+        ),
+    )
+    record = IdempotencyRecord("booking.confirm_booking", "key-1", "fp", booking, None)
+    refused = IdempotencyRecord("booking.confirm_booking", "key-2", "fp2", make_booking(), "X")
+
+    def write(tx: Transaction) -> IdempotencyRecord | None:
+        before = tx.get_idempotency("booking.confirm_booking", "key-1")
+        tx.put_idempotency(record)
+        tx.put_idempotency(refused)
+        return before
+
+    def read(tx: Transaction) -> list[IdempotencyRecord | None]:
+        return [
+            tx.get_idempotency("booking.confirm_booking", "key-1"),
+            tx.get_idempotency("booking.confirm_booking", "key-2"),
+            tx.get_idempotency("booking.hold_slot", "key-1"),
+        ]
+
+    assert await store.run(write) is None
+    assert await store.run(read) == [record, refused, None]
+
+
+async def test_an_idempotency_key_is_written_once(store: BookingStore) -> None:
+    first = IdempotencyRecord("booking.hold_slot", "key-1", "fp", make_booking(), None)
+    again = replace(first, fingerprint="other")
+    await store.run(lambda tx: tx.put_idempotency(first))
+    with pytest.raises(BookingError):
+        await store.run(lambda tx: tx.put_idempotency(again))
+    assert await store.run(lambda tx: tx.get_idempotency("booking.hold_slot", "key-1")) == first
+
+
+async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_once(
+    store: BookingStore,
+) -> None:
+    booking = make_booking(slot_id="slot-law-001", expires_at=T0 + timedelta(seconds=30))
+    record = IdempotencyRecord("booking.hold_slot", "key-1", "fp", booking, None)
+    (seeded, *_), _ = await store.run(lambda tx: tx.search_free_slots(ALL, T0, 0, 1))
+
+    def work(tx: Transaction) -> None:
+        assert tx.lookup_hold("booking.hold_slot", "key-1", "slot-nope") == HoldLookup(
+            None, None, None
+        )
+        tx.insert_booking(booking)
+        tx.put_idempotency(record)
+        found = tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001")
+        assert found == HoldLookup(record, seeded, booking.expires_at)
+        other = tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope")
+        assert other == HoldLookup(None, None, booking.expires_at)
+
+    assert seeded.slot_id == "slot-ai-001"
+    await store.run(work)
+
+
+# --- transactions -------------------------------------------------------------------------------
+
+
+async def test_an_exception_inside_a_transaction_rolls_back_every_change(
+    store: BookingStore,
+) -> None:
+    old = make_booking("booking-old", expires_at=T0)
+    booking = make_booking(slot_id="slot-ai-002")
+    await store.run(lambda tx: tx.insert_booking(old))
+
+    def fail_midway(tx: Transaction) -> None:
+        assert tx.release_overdue(T0) == 1
+        tx.insert_booking(booking)
+        tx.put_idempotency(IdempotencyRecord("scope", "key", "fp", booking, None))
+        raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        await store.run(fail_midway)
+    assert await store.peek_booking(old.booking_id) == old
+    assert await store.peek_booking(booking.booking_id) is None
+    assert await store.run(lambda tx: tx.get_idempotency("scope", "key")) is None
+
+
+async def test_an_async_work_function_is_refused_and_rolled_back(store: BookingStore) -> None:
+    async def work(tx: Transaction) -> None:
+        tx.insert_booking(make_booking())
+
+    with pytest.raises(TypeError, match="plain function"):
+        await store.run(work)  # type: ignore[unused-coroutine]  # the mistake under test
+    assert await store.peek_booking("booking-x") is None
+
+
+async def test_a_transaction_object_is_unusable_after_its_work(store: BookingStore) -> None:
+    tx = await store.run(lambda tx: tx)
+    with pytest.raises(RuntimeError):
+        tx.get_booking("booking-x")
+
+
+async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usable(
+    store: BookingStore,
+) -> None:
+    def insert_two(tx: Transaction) -> None:
+        tx.insert_booking(make_booking("booking-one"))
+        tx.insert_booking(make_booking("booking-two", slot_id="slot-ai-002"))
+
+    with anyio.fail_after(5):
+        async with transaction_held_open(store):
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(store.run, insert_two)
+                    await anyio.wait_all_tasks_blocked()
+                    scope.cancel()
+        assert scope.cancelled_caught
+        found = await store.run(
+            lambda tx: [tx.get_booking("booking-one"), tx.get_booking("booking-two")]
+        )
+        assert [booking is not None for booking in found] == [True, True]
+
+
+# --- slot search --------------------------------------------------------------------------------
+
+
+async def test_search_lists_free_future_slots_by_start_time_with_total(
+    store: BookingStore,
+) -> None:
+    assert await _search(store) == (SEED_ORDER, 6)
+    assert await _search(store, offset=2, limit=2) == (SEED_ORDER[2:4], 6)
+    assert await _search(store, offset=6, limit=2) == ([], 6)
+    assert await _search(store, offset=2**70, limit=2) == ([], 6)
+
+
+async def test_search_leaves_out_held_and_confirmed_slots_but_not_released_ones(
+    store: BookingStore,
+) -> None:
+    bookings = (
+        make_booking("booking-a"),
+        make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CONFIRMED),
+        make_booking("booking-c", slot_id="slot-fin-001", status=BookingStatus.EXPIRED),
+    )
+    await _insert(store, *bookings)
+    slots, total = await _search(store)
+    assert slots == [s for s in SEED_ORDER if s not in {"slot-ai-001", "slot-law-001"}]
+    assert total == 4
+
+
+async def test_search_leaves_out_slots_that_have_started(store: BookingStore) -> None:
+    starts = datetime(2030, 9, 2, 8, tzinfo=UTC)  # slot-law-001
+    assert await _search(store, now=starts - timedelta(milliseconds=1)) == (SEED_ORDER[1:], 5)
+    assert await _search(store, now=starts) == (SEED_ORDER[2:], 4)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("人工智能", ["slot-ai-001", "slot-ai-002"]),
+        ("Steuer", ["slot-fin-001", "slot-fin-002"]),
+        ("STEUER", ["slot-fin-001", "slot-fin-002"]),
+        ("KÜNSTLICHE intelligenz", ["slot-ai-001", "slot-ai-002"]),
+        ("  lin\tLLM  ", ["slot-ai-001", "slot-ai-002"]),
+        ("anna gdpr", ["slot-law-001", "slot-law-002"]),
+        ("lin steuer", []),
+        ("nobody", []),
+        ("%", []),
+        ("_", []),
+    ],
+)
+async def test_search_text_requires_every_token_case_insensitively(
+    store: BookingStore, text: str, expected: list[str]
+) -> None:
+    query = SlotQuery(text=text, specialty=None, starts_after=None, starts_before=None)
+    assert await _search(store, query) == (expected, len(expected))
+
+
+async def test_search_filters_by_specialty_and_start_window(store: BookingStore) -> None:
+    law = SlotQuery(text="", specialty="law", starts_after=None, starts_before=None)
+    assert await _search(store, law) == (["slot-law-001", "slot-law-002"], 2)
+    window = SlotQuery(
+        text="",
+        specialty=None,
+        starts_after=datetime(2030, 9, 3, 2, tzinfo=UTC),
+        starts_before=datetime(2030, 9, 5, 6, tzinfo=UTC),
+    )
+    assert await _search(store, window) == (["slot-ai-002", "slot-law-002"], 2)
+    partial = SlotQuery(text="", specialty="LA", starts_after=None, starts_before=None)
+    assert await _search(store, partial) == ([], 0)
+
+
+# --- lock-free reads ----------------------------------------------------------------------------
+
+
+async def test_peeks_see_the_last_commit_and_never_an_open_transaction(
+    store: BookingStore,
+) -> None:
+    booking = make_booking()
+    with anyio.fail_after(5):
+        async with transaction_held_open(store, lambda tx: tx.insert_booking(booking)):
+            assert await store.peek_booking(booking.booking_id) is None
+            page = await store.peek_free_slots(ALL, T0, 0, 20)
+    assert [slot.slot_id for slot in page.slots] == SEED_ORDER
+    assert page.next_hold_expiry is None
+    assert await store.peek_booking(booking.booking_id) == booking
+    assert await store.peek_free_slots(ALL, T0, 0, 20) == SlotSearchResult(
+        page.slots[1:], 5, booking.expires_at
+    )
+
+
+async def test_a_peeked_page_reports_the_earliest_hold_expiry_even_when_empty(
+    store: BookingStore,
+) -> None:
+    early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
+    late = make_booking("booking-late", slot_id="slot-fin-001", expires_at=T0 + timedelta(60))
+    done = make_booking("booking-done", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
+    await _insert(store, early, late, done)
+    nobody = SlotQuery(text="nobody", specialty=None, starts_after=None, starts_before=None)
+    assert await store.peek_free_slots(nobody, T0, 0, 20) == SlotSearchResult(
+        [], 0, early.expires_at
+    )
+    past_the_end = await store.peek_free_slots(ALL, T0, 5, 20)
+    assert past_the_end == SlotSearchResult([], 3, early.expires_at)
+    assert (await store.peek_free_slots(ALL, T0, 0, 1)).total == 3
