@@ -29,7 +29,13 @@ from expert_booking.domain.model import (
 )
 from expert_booking.edge.log_writer import LoopBatchedWriter
 from expert_booking.edge.observability import ROOT_LOGGER
-from expert_booking.ports import BookingStore, SlotQuery, TraceContext, Transaction
+from expert_booking.ports import (
+    BookingStore,
+    SlotQuery,
+    SlotSearchResult,
+    TraceContext,
+    Transaction,
+)
 
 T0 = datetime(2030, 9, 1, tzinfo=UTC)
 SLOT_AI_001_STARTS_AT = datetime(2030, 9, 2, 2, tzinfo=UTC)
@@ -195,6 +201,48 @@ def make_booking(booking_id: str = "booking-x", **changes: Any) -> Booking:
         ),
     )
     return replace(base, **changes)
+
+
+def make_confirmed_booking() -> Booking:
+    """A CONFIRMED, paid booking whose customer has non-ASCII text and every optional key."""
+    return make_booking(
+        customer=Customer(name="李雷", email="li@Example.cn", phone="+86 10"),
+        status=BookingStatus.CONFIRMED,
+        version=2,
+        confirmed_at=T0 + timedelta(seconds=61),
+        payment=Payment(
+            "booking-x", PaymentStatus.PAID, Money("500.00", "CNY"), T0 + timedelta(seconds=59)
+        ),
+    )
+
+
+async def insert_bookings(store: BookingStore, *bookings: Booking) -> None:
+    """Insert ``bookings`` in one transaction."""
+
+    def work(tx: Transaction) -> None:
+        for booking in bookings:
+            tx.insert_booking(booking)
+
+    await store.run(work)
+
+
+async def search_both_ways(
+    store: BookingStore,
+    query: SlotQuery = ALL,
+    *,
+    now: datetime = T0,
+    offset: int = 0,
+    limit: int = 20,
+) -> tuple[list[str], int]:
+    """Search in a write transaction, and check the lock-free peek answers the same."""
+
+    def work(tx: Transaction) -> SlotSearchResult:
+        slots, total = tx.search_free_slots(query, now, offset, limit)
+        return SlotSearchResult(slots, total, tx.next_hold_expiry())
+
+    found = await store.run(work)
+    assert await store.peek_free_slots(query, now, offset, limit) == found
+    return [slot.slot_id for slot in found.slots], found.total
 
 
 @contextlib.asynccontextmanager

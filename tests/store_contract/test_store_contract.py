@@ -19,7 +19,6 @@ from expert_booking.domain.model import (
     Booking,
     BookingStatus,
     Customer,
-    Money,
     Payment,
     PaymentStatus,
 )
@@ -31,36 +30,18 @@ from expert_booking.ports import (
     SlotSearchResult,
     Transaction,
 )
-from tests.fakes import ALL, SEED_ORDER, T0, make_booking, transaction_held_open
+from tests.fakes import (
+    ALL,
+    SEED_ORDER,
+    T0,
+    insert_bookings,
+    make_booking,
+    make_confirmed_booking,
+    search_both_ways,
+    transaction_held_open,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-async def _insert(store: BookingStore, *bookings: Booking) -> None:
-    def work(tx: Transaction) -> None:
-        for booking in bookings:
-            tx.insert_booking(booking)
-
-    await store.run(work)
-
-
-async def _search(
-    store: BookingStore,
-    query: SlotQuery = ALL,
-    *,
-    now: datetime = T0,
-    offset: int = 0,
-    limit: int = 20,
-) -> tuple[list[str], int]:
-    """Search in a write transaction, and check the lock-free peek answers the same."""
-
-    def work(tx: Transaction) -> SlotSearchResult:
-        slots, total = tx.search_free_slots(query, now, offset, limit)
-        return SlotSearchResult(slots, total, tx.next_hold_expiry())
-
-    found = await store.run(work)
-    assert await store.peek_free_slots(query, now, offset, limit) == found
-    return [slot.slot_id for slot in found.slots], found.total
 
 
 # --- bookings ---------------------------------------------------------------------------------
@@ -101,7 +82,7 @@ async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(store: Book
         make_booking("booking-b", status=BookingStatus.PAYMENT_FAILED),
         make_booking("booking-c"),
     )
-    await _insert(store, *bookings)
+    await insert_bookings(store, *bookings)
     held = await store.run(lambda tx: tx.get_booking("booking-c"))
     assert held is not None
     assert held.status is BookingStatus.HELD
@@ -111,7 +92,7 @@ async def test_reactivating_a_released_booking_of_a_taken_slot_is_refused(
     store: BookingStore,
 ) -> None:
     expired = make_booking("booking-a", status=BookingStatus.EXPIRED, version=2)
-    await _insert(store, expired, make_booking("booking-b"))
+    await insert_bookings(store, expired, make_booking("booking-b"))
     reactivated = replace(expired, status=BookingStatus.HELD, version=3)
     with pytest.raises(BookingError) as excinfo:
         await store.run(lambda tx: tx.update_booking(reactivated, 2))
@@ -201,15 +182,7 @@ async def test_overdue_holds_are_released_from_their_expiry_instant_on(
 
 
 async def test_an_idempotency_record_restores_an_identical_booking(store: BookingStore) -> None:
-    booking = make_booking(
-        customer=Customer(name="李雷", email="li@Example.cn", phone="+86 10"),
-        status=BookingStatus.CONFIRMED,
-        version=2,
-        confirmed_at=T0 + timedelta(seconds=61),
-        payment=Payment(
-            "booking-x", PaymentStatus.PAID, Money("500.00", "CNY"), T0 + timedelta(seconds=59)
-        ),
-    )
+    booking = make_confirmed_booking()
     record = IdempotencyRecord("booking.confirm_booking", "key-1", "fp", booking, None)
     refused = IdempotencyRecord("booking.confirm_booking", "key-2", "fp2", make_booking(), "X")
 
@@ -308,16 +281,21 @@ async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usa
 
     with anyio.fail_after(5):
         async with transaction_held_open(store):
+            # Queued behind the open transaction, then its caller goes away.
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(store.run, insert_two)
                     await anyio.wait_all_tasks_blocked()
                     scope.cancel()
         assert scope.cancelled_caught
+        # The transaction was queued before its caller left: it still ran, whole.
         found = await store.run(
             lambda tx: [tx.get_booking("booking-one"), tx.get_booking("booking-two")]
         )
         assert [booking is not None for booking in found] == [True, True]
+        after = make_booking("booking-after", slot_id="slot-law-001")
+        await store.run(lambda tx: tx.insert_booking(after))
+    assert await store.peek_booking(after.booking_id) == after
 
 
 # --- slot search --------------------------------------------------------------------------------
@@ -326,10 +304,10 @@ async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usa
 async def test_search_lists_free_future_slots_by_start_time_with_total(
     store: BookingStore,
 ) -> None:
-    assert await _search(store) == (SEED_ORDER, 6)
-    assert await _search(store, offset=2, limit=2) == (SEED_ORDER[2:4], 6)
-    assert await _search(store, offset=6, limit=2) == ([], 6)
-    assert await _search(store, offset=2**70, limit=2) == ([], 6)
+    assert await search_both_ways(store) == (SEED_ORDER, 6)
+    assert await search_both_ways(store, offset=2, limit=2) == (SEED_ORDER[2:4], 6)
+    assert await search_both_ways(store, offset=6, limit=2) == ([], 6)
+    assert await search_both_ways(store, offset=2**70, limit=2) == ([], 6)
 
 
 async def test_search_leaves_out_held_and_confirmed_slots_but_not_released_ones(
@@ -340,16 +318,19 @@ async def test_search_leaves_out_held_and_confirmed_slots_but_not_released_ones(
         make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CONFIRMED),
         make_booking("booking-c", slot_id="slot-fin-001", status=BookingStatus.EXPIRED),
     )
-    await _insert(store, *bookings)
-    slots, total = await _search(store)
+    await insert_bookings(store, *bookings)
+    slots, total = await search_both_ways(store)
     assert slots == [s for s in SEED_ORDER if s not in {"slot-ai-001", "slot-law-001"}]
     assert total == 4
 
 
 async def test_search_leaves_out_slots_that_have_started(store: BookingStore) -> None:
     starts = datetime(2030, 9, 2, 8, tzinfo=UTC)  # slot-law-001
-    assert await _search(store, now=starts - timedelta(milliseconds=1)) == (SEED_ORDER[1:], 5)
-    assert await _search(store, now=starts) == (SEED_ORDER[2:], 4)
+    assert await search_both_ways(store, now=starts - timedelta(milliseconds=1)) == (
+        SEED_ORDER[1:],
+        5,
+    )
+    assert await search_both_ways(store, now=starts) == (SEED_ORDER[2:], 4)
 
 
 @pytest.mark.parametrize(
@@ -371,21 +352,21 @@ async def test_search_text_requires_every_token_case_insensitively(
     store: BookingStore, text: str, expected: list[str]
 ) -> None:
     query = SlotQuery(text=text, specialty=None, starts_after=None, starts_before=None)
-    assert await _search(store, query) == (expected, len(expected))
+    assert await search_both_ways(store, query) == (expected, len(expected))
 
 
 async def test_search_filters_by_specialty_and_start_window(store: BookingStore) -> None:
     law = SlotQuery(text="", specialty="law", starts_after=None, starts_before=None)
-    assert await _search(store, law) == (["slot-law-001", "slot-law-002"], 2)
+    assert await search_both_ways(store, law) == (["slot-law-001", "slot-law-002"], 2)
     window = SlotQuery(
         text="",
         specialty=None,
         starts_after=datetime(2030, 9, 3, 2, tzinfo=UTC),
         starts_before=datetime(2030, 9, 5, 6, tzinfo=UTC),
     )
-    assert await _search(store, window) == (["slot-ai-002", "slot-law-002"], 2)
+    assert await search_both_ways(store, window) == (["slot-ai-002", "slot-law-002"], 2)
     partial = SlotQuery(text="", specialty="LA", starts_after=None, starts_before=None)
-    assert await _search(store, partial) == ([], 0)
+    assert await search_both_ways(store, partial) == ([], 0)
 
 
 # --- lock-free reads ----------------------------------------------------------------------------
@@ -413,7 +394,7 @@ async def test_a_peeked_page_reports_the_earliest_hold_expiry_even_when_empty(
     early = make_booking("booking-early", expires_at=T0 + timedelta(seconds=10))
     late = make_booking("booking-late", slot_id="slot-fin-001", expires_at=T0 + timedelta(60))
     done = make_booking("booking-done", slot_id="slot-law-001", status=BookingStatus.CONFIRMED)
-    await _insert(store, early, late, done)
+    await insert_bookings(store, early, late, done)
     nobody = SlotQuery(text="nobody", specialty=None, starts_after=None, starts_before=None)
     assert await store.peek_free_slots(nobody, T0, 0, 20) == SlotSearchResult(
         [], 0, early.expires_at

@@ -18,7 +18,7 @@ def test_a_slot_shows_its_instants_in_utc_with_milliseconds() -> None:
 
 
 def test_equal_datetimes_of_another_fold_show_their_own_instant() -> None:
-    """Equal and hash-equal, an hour apart: the formatting memo must not mix them up."""
+    """Equal and hash-equal, an hour apart: each is shown as the instant it names."""
     first = datetime(2025, 10, 26, 2, 30, tzinfo=ZoneInfo("Europe/Berlin"))
     second = first.replace(fold=1)
     assert first == second

@@ -13,7 +13,11 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
-from expert_booking.edge.validation import compile_validator
+from expert_booking.edge.validation import (
+    FastValidator,
+    compile_fast_validator,
+    compile_validator,
+)
 
 _REPO_SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -25,7 +29,11 @@ class SchemaLoadError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class SchemaDocument:
-    """One schema file: its exact text, parsed form, digest, lines and compiled validator."""
+    """One schema file: its exact text, parsed form, digest, lines and compiled validators.
+
+    ``validator`` (jsonschema) decides and reports violations; ``fast`` (its ``jsonschema_rs``
+    twin, or ``None``) is the accept path of ``validate_arguments``.
+    """
 
     stem: str
     text: str
@@ -33,6 +41,7 @@ class SchemaDocument:
     sha256: str
     lines: tuple[str, ...]
     validator: Validator
+    fast: FastValidator | None
 
 
 class SchemaRegistry(Mapping[str, SchemaDocument]):
@@ -117,4 +126,5 @@ def _load_document(stem: str, raw: bytes) -> SchemaDocument:
         sha256=hashlib.sha256(raw).hexdigest(),
         lines=lines,
         validator=compile_validator(schema),
+        fast=compile_fast_validator(schema),
     )

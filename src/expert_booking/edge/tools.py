@@ -116,7 +116,7 @@ class ToolDispatcher:
 
 
 def _check(document: SchemaDocument, instance: Any, *, opaque: tuple[str, ...] = ()) -> None:
-    violations = validate_arguments(document.validator, instance, opaque=opaque)
+    violations = validate_arguments(document.validator, instance, fast=document.fast, opaque=opaque)
     if violations:
         raise InvalidArgumentsError(violations=violations)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import re
-import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +31,7 @@ _TYPE_NAMES = {
     "boolean": "a boolean",
     "null": "null",
 }
+FastValidator = Any  # a jsonschema_rs validator (the package ships no type stubs)
 LONE_SURROGATE_MESSAGE = "must be valid Unicode text (no lone surrogates)."
 
 # A UTF-16 surrogate code point on its own: the JSON escape \ud800 decodes to one, but it is
@@ -107,27 +107,26 @@ StrictValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
 
 
 def compile_validator(schema: Mapping[str, Any]) -> Validator:
-    """A validator for ``schema``: no remote ``$ref`` retrieval, formats checked.
-
-    A ``jsonschema_rs`` twin is compiled alongside it (see ``fast_accepts``): the fast accept
-    path of ``validate_arguments``. If ``jsonschema_rs`` cannot compile the document, there is
-    no twin and every validation takes the full path (slower, same answers).
-    """
-    validator = StrictValidator(
+    """The full validator for ``schema``: no remote ``$ref`` retrieval, formats checked."""
+    return StrictValidator(
         schema,
         registry=Registry(),  # self-contained documents: never resolve a remote $ref
         format_checker=Draft202012Validator.FORMAT_CHECKER,
     )
+
+
+def compile_fast_validator(schema: Mapping[str, Any]) -> FastValidator | None:
+    """The ``jsonschema_rs`` twin of ``compile_validator(schema)``: the fast accept path.
+
+    ``None`` when ``jsonschema_rs`` cannot compile the document: then every validation takes
+    the full path (slower, same answers).
+    """
     try:
-        fast = jsonschema_rs.Draft202012Validator(
+        return jsonschema_rs.Draft202012Validator(
             dict(schema), validate_formats=True, formats=_PYTHON_FORMATS
         )
     except ValueError:  # an unsupported schema: no twin is a slower path, never a wrong answer
-        return validator
-    key = id(validator)
-    _FAST[key] = (weakref.ref(validator), fast)
-    weakref.finalize(validator, _FAST.pop, key, None)
-    return validator
+        return None
 
 
 def _python_format(func: Callable[[object], object], raises: Any) -> Callable[[str], bool]:
@@ -151,26 +150,21 @@ _PYTHON_FORMATS = {
     for name, (func, raises) in Draft202012Validator.FORMAT_CHECKER.checkers.items()
 }
 
-# id(validator) -> (weak reference to it, its jsonschema_rs twin); an entry leaves with its
-# validator (weakref.finalize), so an id is never reused while its entry exists.
-_FAST: dict[int, tuple[weakref.ref[Validator], Any]] = {}
 
+def fast_accepts(fast: FastValidator | None, instance: Any) -> bool:
+    """Whether ``instance`` is certainly valid, decided by the ``jsonschema_rs`` twin alone.
 
-def fast_accepts(validator: Validator, instance: Any) -> bool:
-    """Whether ``instance`` is certainly valid, decided without the full validator.
-
-    True only when ``validator`` has a ``jsonschema_rs`` twin that accepts ``instance`` and
-    the instance holds no float and no lone surrogate anywhere (keys and opaque members
-    included) and only plain JSON types (``dict``, ``list``, ``str``, ``int``, ``bool``,
-    ``None``). Those are where the two implementations differ: ``jsonschema_rs`` counts
-    ``1.0`` as an integer and cannot read a lone surrogate. False means "not known", never
-    "invalid": the caller then runs the full validator, whose verdict wins.
+    True only when there is a twin, it accepts ``instance``, and the instance holds no float
+    and no lone surrogate anywhere (keys and opaque members included) and only plain JSON types
+    (``dict``, ``list``, ``str``, ``int``, ``bool``, ``None``). Those are where the two
+    implementations differ: ``jsonschema_rs`` counts ``1.0`` as an integer and cannot read a
+    lone surrogate. False means "not known", never "invalid": the caller then runs the full
+    validator, whose verdict wins.
     """
-    entry = _FAST.get(id(validator))
-    if entry is None or entry[0]() is not validator or not _plain_json(instance):
+    if fast is None or not _plain_json(instance):
         return False
     try:
-        return bool(entry[1].is_valid(instance))
+        return bool(fast.is_valid(instance))
     except (ValueError, TypeError, OverflowError):  # e.g. a huge int: the full path decides
         return False
 
@@ -199,7 +193,11 @@ def _plain_json(instance: Any) -> bool:
 
 
 def validate_arguments(
-    validator: Validator, instance: Any, *, opaque: Collection[str] = ()
+    validator: Validator,
+    instance: Any,
+    *,
+    fast: FastValidator | None = None,
+    opaque: Collection[str] = (),
 ) -> list[dict[str, str]]:
     r"""Check ``instance`` against the compiled schema without changing it.
 
@@ -212,14 +210,15 @@ def validate_arguments(
     lone surrogate (U+D800-U+DFFF, which JSON's ``\ud800`` escape can produce) is reported
     at its pointer, so it never reaches storage, hashing or the logs.
 
-    A valid instance is usually recognised by ``fast_accepts`` (``jsonschema_rs``: 5-20 µs
-    instead of 50-250 µs, most of it the jsonschema format functions it calls). Anything it
-    does not certainly accept goes through the full jsonschema path, which alone produces
+    With ``fast``, a valid instance is usually recognised by ``fast_accepts`` (2-10 µs
+    instead of 25-100 µs per call here, most of it the jsonschema format functions). Anything
+    it does not certainly accept goes through the full jsonschema path, which alone produces
     the violations and decides.
 
     Args:
         validator: A compiled Draft 2020-12 validator (see ``SchemaRegistry``).
         instance: The decoded JSON arguments.
+        fast: The same schema's ``compile_fast_validator`` twin, if any.
         opaque: Top-level members passed on unread, whose text is checked by their own
             schema later (``tool_catalog.call``'s ``arguments``), so their pointers stay
             relative to that schema.
@@ -227,7 +226,7 @@ def validate_arguments(
     Returns:
         The violations; empty when the instance is valid.
     """
-    if fast_accepts(validator, instance):
+    if fast_accepts(fast, instance):
         return []
     return full_violations(validator, instance, opaque=opaque)
 

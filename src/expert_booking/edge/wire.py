@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from expert_booking.domain.model import (
@@ -13,15 +12,6 @@ from expert_booking.domain.model import (
     format_instant,
 )
 from expert_booking.services import SlotPage
-
-# The instants a result shows repeat (a slot's times on every search that lists it, a
-# booking's on every read): each is formatted once. Only UTC values are memoised: equal
-# datetimes of one other zone can differ in ``fold`` and so in the instant they name. Bounded.
-_format_utc_once = functools.lru_cache(maxsize=8192)(format_instant)
-
-
-def _shown_instant(value: datetime) -> str:
-    return _format_utc_once(value) if value.tzinfo is UTC else format_instant(value)
 
 
 def render_booking(booking: Booking) -> dict[str, Any]:
@@ -43,13 +33,13 @@ def render_booking(booking: Booking) -> dict[str, Any]:
         "bookingId": booking.booking_id,
         "slotId": booking.slot_id,
         "expertId": booking.expert_id,
-        "startsAt": _shown_instant(booking.starts_at),
-        "endsAt": _shown_instant(booking.ends_at),
+        "startsAt": format_instant(booking.starts_at),
+        "endsAt": format_instant(booking.ends_at),
         "customer": customer,
         "status": booking.status.value,
         "version": booking.version,
-        "heldAt": _shown_instant(booking.held_at),
-        "expiresAt": _shown_instant(booking.expires_at),
+        "heldAt": format_instant(booking.held_at),
+        "expiresAt": format_instant(booking.expires_at),
         "confirmedAt": _optional_text(booking.confirmed_at),
         "paymentPageUrl": booking.payment_page_url,
         "payment": {
@@ -84,8 +74,8 @@ def render_slot(slot: Slot) -> dict[str, Any]:
         "expertId": slot.expert_id,
         "expertName": slot.expert_name,
         "specialty": slot.specialty,
-        "startsAt": _shown_instant(slot.starts_at),
-        "endsAt": _shown_instant(slot.ends_at),
+        "startsAt": format_instant(slot.starts_at),
+        "endsAt": format_instant(slot.ends_at),
         "price": {"amount": slot.price.amount, "currency": slot.price.currency},
     }
 
@@ -100,4 +90,4 @@ def render_slot_page(page: SlotPage) -> dict[str, Any]:
 
 
 def _optional_text(value: datetime | None) -> str | None:
-    return None if value is None else _shown_instant(value)
+    return None if value is None else format_instant(value)
