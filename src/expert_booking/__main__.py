@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
+from expert_booking.admin_cli import add_admin_parser, run_admin
 from expert_booking.settings import Settings, SettingsError, parse_port
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "demo", help="run the booking flow against a real server process and a payment stub"
     )
+    add_admin_parser(commands)
     return parser
 
 
@@ -182,6 +184,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         settings = Settings.from_env().with_overrides(
             host=args.host, port=args.port, db_path=args.db
         )
+        settings.check_serving()
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
         app = build_asgi_app(settings, action_lines=log_handler)
@@ -203,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "admin":
+        return run_admin(args)
     return _demo()
 
 

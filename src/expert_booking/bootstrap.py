@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, TypeVar
 import httpx
 from opentelemetry import trace
 
+from expert_booking.access.tool_switches import ToolSwitchWatcher
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.payments_http import HttpPaymentQuery
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.schemas import SchemaRegistry
@@ -120,6 +122,9 @@ def build_asgi_app(
             payment_page_base_url=settings.payment_page_base_url,
         ),
     )
+    tool_switches = ToolSwitchWatcher(
+        SqliteToolSwitches(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+    )
     mcp_server = build_mcp_server(
         service=service,
         clock=clock,
@@ -136,8 +141,10 @@ def build_asgi_app(
         )
         store.bind(opened)
         try:
+            await tool_switches.start()  # after the store opened: it migrated the tables
             yield
         finally:
+            await tool_switches.stop()
             await opened.close()
             await payments_http.aclose()
             if tracer_provider is not None:

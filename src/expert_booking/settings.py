@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+DEFAULT_QUOTA_PER_CALLER_PER_MINUTE = 30
+DEFAULT_QUOTA_GLOBAL_PER_MINUTE = 300
+DEFAULT_AUTH_ALGORITHMS = ("RS256", "ES256")
+SUPPORTED_AUTH_ALGORITHMS = frozenset(
+    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+)
+"""Asymmetric JWS algorithms only: ``none`` and the HMAC family (``HS*``) can never be allowed."""
+
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class AuthMode(StrEnum):
+    """``AUTH_MODE``: ``none`` (loopback only, one local principal) or ``oauth``."""
+
+    NONE = "none"
+    OAUTH = "oauth"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaLimits:
+    """Calls admitted per rolling minute: per caller and over all callers."""
+
+    per_caller_per_minute: int
+    global_per_minute: int
 
 
 class SettingsError(ValueError):
@@ -36,6 +62,15 @@ class Settings:
     )
     max_body_bytes: int = 32 * 1024
     db_busy_timeout_ms: int = 5000
+    auth_mode: AuthMode = AuthMode.NONE
+    auth_issuer: str | None = None
+    auth_jwks_url: str | None = None
+    auth_resource: str | None = None
+    auth_algorithms: tuple[str, ...] = DEFAULT_AUTH_ALGORITHMS
+    auth_leeway_seconds: int = 10
+    quota_per_caller_per_minute: int | None = None
+    quota_global_per_minute: int | None = None
+    trusted_proxies: tuple[IpNetwork, ...] = ()
     client_clock_tolerance_seconds: int = 300
     http_max_header_bytes: int = 32 * 1024
     http_max_headers: int = 100
@@ -63,6 +98,54 @@ class Settings:
     @property
     def slot_cache_ttl(self) -> timedelta:
         return timedelta(seconds=self.slot_cache_ttl_seconds)
+
+    @property
+    def quota_limits(self) -> QuotaLimits | None:
+        """The quotas in force, or ``None`` for none.
+
+        On by default in ``oauth`` mode; in ``none`` mode only when a ``QUOTA_*`` variable is
+        set (a local single user does not ration himself). A variable left unset takes its
+        default (30 per caller, 300 in total).
+        """
+        configured = (self.quota_per_caller_per_minute, self.quota_global_per_minute)
+        if self.auth_mode is AuthMode.NONE and configured == (None, None):
+            return None
+        caller, total = configured
+        return QuotaLimits(
+            per_caller_per_minute=caller or DEFAULT_QUOTA_PER_CALLER_PER_MINUTE,
+            global_per_minute=total or DEFAULT_QUOTA_GLOBAL_PER_MINUTE,
+        )
+
+    def check_serving(self) -> None:
+        """Refuse a combination ``serve`` must not start with (one line naming the setting).
+
+        Raises:
+            SettingsError: ``AUTH_MODE=none`` with a non-loopback ``HOST`` (anyone who can reach
+                the port would act as the one local principal), or ``AUTH_MODE=oauth`` without
+                ``AUTH_ISSUER`` or ``AUTH_RESOURCE``; and, until the request gate is wired,
+                ``AUTH_MODE=oauth`` at all (it would serve without checking any token).
+        """
+        if self.auth_mode is AuthMode.NONE and not is_loopback_host(self.host):
+            raise SettingsError(
+                f"HOST={self.host!r} is not a loopback address, and AUTH_MODE=none serves "
+                "everyone as one unauthenticated principal: bind 127.0.0.1, or set "
+                "AUTH_MODE=oauth with AUTH_ISSUER and AUTH_RESOURCE"
+            )
+        if self.auth_mode is AuthMode.OAUTH:
+            missing = [
+                name
+                for name, value in (
+                    ("AUTH_ISSUER", self.auth_issuer),
+                    ("AUTH_RESOURCE", self.auth_resource),
+                )
+                if value is None
+            ]
+            if missing:
+                raise SettingsError(f"AUTH_MODE=oauth needs {' and '.join(missing)}")
+            raise SettingsError(
+                "AUTH_MODE=oauth is not enforced on requests yet (the access-control gate is "
+                "not wired in this version): serve with AUTH_MODE=none on loopback"
+            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -128,6 +211,64 @@ def _csv(raw: str) -> tuple[str, ...]:
     return items
 
 
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``, bracketed or not)."""
+    if host.casefold() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _auth_mode(raw: str) -> AuthMode:
+    try:
+        return AuthMode(raw.lower())
+    except ValueError:
+        raise ValueError("must be none or oauth") from None
+
+
+def _auth_algorithms(raw: str) -> tuple[str, ...]:
+    algorithms = _csv(raw)
+    refused = [name for name in algorithms if name not in SUPPORTED_AUTH_ALGORITHMS]
+    if refused:
+        raise ValueError(
+            f"{', '.join(refused)} not allowed (asymmetric JWS algorithms only, never none "
+            f"or HS*: {', '.join(sorted(SUPPORTED_AUTH_ALGORITHMS))})"
+        )
+    return algorithms
+
+
+def https_or_loopback_url(raw: str) -> str:
+    """An absolute URL without fragment; ``http`` only on a loopback host (tests, a local AS).
+
+    Raises:
+        ValueError: anything else.
+
+    Kept exactly as written (no trailing-slash trimming): an issuer and a resource URI are
+    compared with the token's ``iss`` and ``aud`` character for character.
+    """
+    parts = urlsplit(raw)
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"is not a valid URL ({exc})") from exc
+    if parts.scheme not in {"http", "https"} or not parts.hostname or port == 0:
+        raise ValueError("must be an absolute http(s) URL with a host")
+    if parts.fragment or "#" in raw:
+        raise ValueError("must not have a fragment")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise ValueError("must be https (http only on a loopback host)")
+    return raw
+
+
+def _networks(raw: str) -> tuple[IpNetwork, ...]:
+    try:
+        return tuple(ipaddress.ip_network(item, strict=False) for item in _csv(raw))
+    except ValueError as exc:
+        raise ValueError(f"must list IP addresses or CIDR networks ({exc})") from exc
+
+
 def _url(raw: str) -> str:
     """An http(s) URL with a host and a valid port.
 
@@ -160,6 +301,15 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "ALLOWED_HOSTS": ("allowed_hosts", _csv),
     "ALLOWED_ORIGINS": ("allowed_origins", _csv),
     "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _positive_int),
+    "AUTH_MODE": ("auth_mode", _auth_mode),
+    "AUTH_ISSUER": ("auth_issuer", https_or_loopback_url),
+    "AUTH_JWKS_URL": ("auth_jwks_url", https_or_loopback_url),
+    "AUTH_RESOURCE": ("auth_resource", https_or_loopback_url),
+    "AUTH_ALGORITHMS": ("auth_algorithms", _auth_algorithms),
+    "AUTH_LEEWAY_SECONDS": ("auth_leeway_seconds", _non_negative_int),
+    "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", _positive_int),
+    "QUOTA_GLOBAL_PER_MINUTE": ("quota_global_per_minute", _positive_int),
+    "TRUSTED_PROXIES": ("trusted_proxies", _networks),
     "CLIENT_CLOCK_TOLERANCE_SECONDS": ("client_clock_tolerance_seconds", _non_negative_int),
     "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _positive_int),
     "HTTP_MAX_HEADERS": ("http_max_headers", _positive_int),
@@ -168,3 +318,6 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _positive_int),
     "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
 }
+
+VARIABLE_NAMES = tuple(_VARIABLES)
+"""Every environment variable the settings read (README and ``.env.example`` list them all)."""

@@ -97,3 +97,29 @@ def test_the_port_flag_refuses_what_the_port_variable_refuses(
         main(["serve", "--port", port])
     assert excinfo.value.code == 2
     assert "is not a TCP port (0-65535)" in capsys.readouterr().err
+
+
+def test_none_mode_refuses_a_non_loopback_bind_with_one_line_naming_the_setting(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean_env.delenv("AUTH_MODE", raising=False)
+    db = tmp_path / "b.db"
+    assert main(["serve", "--host", "0.0.0.0", "--port", "0", "--db", str(db)]) == 2  # noqa: S104
+    line = one_line_of(capsys.readouterr().err)
+    assert line.startswith("expert-booking-mcp: configuration error: HOST='0.0.0.0'")
+    assert "AUTH_MODE=none" in line
+    assert not db.exists()
+
+
+def test_oauth_mode_without_issuer_and_resource_refuses_to_start(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean_env.setenv("AUTH_MODE", "oauth")
+    clean_env.delenv("AUTH_ISSUER", raising=False)
+    clean_env.delenv("AUTH_RESOURCE", raising=False)
+    assert main(["serve", "--port", "0", "--db", str(tmp_path / "b.db")]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert line == (
+        "expert-booking-mcp: configuration error: AUTH_MODE=oauth needs AUTH_ISSUER and "
+        "AUTH_RESOURCE"
+    )

@@ -1,0 +1,1 @@
+"""Access control that is not the booking core: who calls, how often, and which tools are on."""

@@ -1,0 +1,179 @@
+"""The authorization server's signing keys: discovery, caching and bounded refetch.
+
+Where the keys are: ``AUTH_JWKS_URL`` when set, else the ``jwks_uri`` of the issuer's metadata,
+RFC 8414 first (``/.well-known/oauth-authorization-server`` inserted before the issuer's path),
+then OpenID Connect Discovery (``/.well-known/openid-configuration`` appended). The metadata's
+``issuer`` must equal ``AUTH_ISSUER`` exactly (RFC 8414 section 3.3), and the ``jwks_uri`` must be
+``https`` (``http`` only on loopback), like the settings.
+
+Caching: the key set is fetched at the first token and kept; it is fetched again on the next
+token after ``max_age_seconds`` (5 min; a removed key stops being trusted within that), and
+when a token names a ``kid`` the set lacks (key rotation) but at most once per
+``refetch_interval_seconds`` (10 s), so tokens with made-up ``kid`` values cannot make this
+server hammer the AS. Concurrent misses share one fetch. A failed fetch keeps the keys already
+known. Keys whose ``use`` is not ``sig`` are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import jwt
+
+from expert_booking.settings import https_or_loopback_url
+
+logger = logging.getLogger("expert_booking.auth")
+
+MAX_AGE_SECONDS: Final = 300.0
+REFETCH_INTERVAL_SECONDS: Final = 10.0
+MAX_DOCUMENT_BYTES: Final = 256 * 1024
+
+
+class JwksUnavailableError(Exception):
+    """No key set could be fetched, and none is known from before."""
+
+
+class KeyDocumentError(ValueError):
+    """The metadata or key set document is not what RFC 8414 / RFC 7517 describe."""
+
+
+def metadata_urls(issuer: str) -> tuple[str, str]:
+    """The RFC 8414 and the OpenID Connect metadata URLs of ``issuer``, in that order."""
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+    rfc8414 = urlunsplit(
+        (parts.scheme, parts.netloc, f"/.well-known/oauth-authorization-server{path}", "", "")
+    )
+    return rfc8414, f"{issuer.rstrip('/')}/.well-known/openid-configuration"
+
+
+class JwksCache:
+    """The signing keys of one issuer, by ``kid``."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        issuer: str,
+        jwks_url: str | None = None,
+        clock: Callable[[], float],
+        max_age_seconds: float = MAX_AGE_SECONDS,
+        refetch_interval_seconds: float = REFETCH_INTERVAL_SECONDS,
+    ) -> None:
+        """Keys of ``issuer`` (from ``jwks_url`` if given); ``clock`` is monotonic seconds."""
+        self._http = http
+        self._issuer = issuer
+        self._jwks_url = jwks_url
+        self._clock = clock
+        self._max_age = max_age_seconds
+        self._refetch_interval = refetch_interval_seconds
+        self._keys: dict[str, dict[str, Any]] = {}
+        self._parsed: dict[tuple[str, str], jwt.PyJWK] = {}
+        self._fetched_at: float | None = None
+        self._attempted_at: float | None = None
+        self._lock = asyncio.Lock()
+        self.fetches = 0
+
+    async def key(self, kid: str | None, algorithm: str) -> jwt.PyJWK | None:
+        """The verification key for a token's ``kid`` and ``alg``; ``None`` if there is none.
+
+        A token without ``kid`` gets the key only when the set holds exactly one.
+
+        Raises:
+            JwksUnavailableError: no key set has been fetched yet, and fetching failed now.
+        """
+        now = self._clock()
+        if self._fetched_at is None or now - self._fetched_at >= self._max_age:
+            await self._refresh()
+        if self._fetched_at is None:
+            raise JwksUnavailableError(f"no signing keys of {self._issuer} could be fetched")
+        found = self._lookup(kid)
+        if found is None:
+            await self._refresh()
+            found = self._lookup(kid)
+        if found is None:
+            return None
+        kid_found, jwk = found
+        cached = self._parsed.get((kid_found, algorithm))
+        if cached is None:
+            try:
+                cached = jwt.PyJWK(jwk, algorithm=None if "alg" in jwk else algorithm)
+            except jwt.PyJWTError:
+                return None
+            self._parsed[kid_found, algorithm] = cached
+        return cached
+
+    def _lookup(self, kid: str | None) -> tuple[str, dict[str, Any]] | None:
+        if kid is None:
+            return next(iter(self._keys.items())) if len(self._keys) == 1 else None
+        jwk = self._keys.get(kid)
+        return None if jwk is None else (kid, jwk)
+
+    async def _refresh(self) -> None:
+        """Fetch the key set unless one was attempted less than the interval ago."""
+        attempted = self._attempted_at
+        async with self._lock:
+            if self._attempted_at != attempted:
+                return  # another task fetched while this one waited
+            now = self._clock()
+            if attempted is not None and now - attempted < self._refetch_interval:
+                return
+            self._attempted_at = now
+            try:
+                keys = await self._fetch()
+            except (httpx.HTTPError, ValueError) as exc:
+                logger.warning("signing keys of %s not fetched: %s", self._issuer, exc)
+                return
+            self._keys = keys
+            self._parsed = {}
+            self._fetched_at = self._clock()
+            self.fetches += 1
+
+    async def _fetch(self) -> dict[str, dict[str, Any]]:
+        if self._jwks_url is None:
+            self._jwks_url = await self._discover()
+        document = await self._get_json(self._jwks_url)
+        raw_keys = document.get("keys")
+        if not isinstance(raw_keys, list):
+            raise KeyDocumentError(f"{self._jwks_url} is not a JWK Set")
+        keys: dict[str, dict[str, Any]] = {}
+        for index, jwk in enumerate(raw_keys):
+            if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
+                continue
+            kid = jwk.get("kid")
+            keys[kid if isinstance(kid, str) else f"#{index}"] = jwk
+        return keys
+
+    async def _discover(self) -> str:
+        errors = []
+        for url in metadata_urls(self._issuer):
+            try:
+                metadata = await self._get_json(url)
+            except (httpx.HTTPError, ValueError) as exc:
+                errors.append(f"{url}: {exc}")
+                continue
+            if metadata.get("issuer") != self._issuer:
+                errors.append(f"{url}: names issuer {metadata.get('issuer')!r}")
+                continue
+            jwks_uri = metadata.get("jwks_uri")
+            if not isinstance(jwks_uri, str):
+                errors.append(f"{url}: no jwks_uri")
+                continue
+            return https_or_loopback_url(jwks_uri)
+        raise KeyDocumentError("no usable authorization server metadata: " + "; ".join(errors))
+
+    async def _get_json(self, url: str) -> Mapping[str, Any]:
+        response = await self._http.get(url, headers={"Accept": "application/json"})
+        response.raise_for_status()
+        if len(response.content) > MAX_DOCUMENT_BYTES:
+            raise KeyDocumentError(f"{url} answered more than {MAX_DOCUMENT_BYTES} bytes")
+        document = json.loads(response.content)
+        if not isinstance(document, dict):
+            raise KeyDocumentError(f"{url} did not answer a JSON object")
+        return document

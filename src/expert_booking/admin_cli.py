@@ -1,0 +1,94 @@
+"""``expert-booking-mcp admin tools disable NAME --reason TEXT`` / ``enable NAME`` / ``list``.
+
+The commands act on the database the servers use: the same ``--db`` flag and environment
+(``BOOKING_DB_PATH``, ``BOOKING_DB_BUSY_TIMEOUT_MS``) as ``serve``; like ``serve`` they create
+and migrate the file when it does not exist yet. Every server process on that file sees a
+change within about half a second (``access.tool_switches``). Problems are one line on stderr
+and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from expert_booking.access.ports import ToolSwitchState
+from expert_booking.access.tool_switches import ToolSwitchError, check_switchable, clean_reason
+from expert_booking.adapters.clock import SystemClock
+from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
+from expert_booking.domain.errors import BookingError
+from expert_booking.domain.model import format_instant
+from expert_booking.settings import Settings, SettingsError
+
+PROG = "expert-booking-mcp"
+
+
+def add_admin_parser(commands: Any) -> None:
+    """Add ``admin tools ...`` to the top-level subcommands (``commands`` of argparse)."""
+    admin = commands.add_parser("admin", help="operator commands on the servers' database")
+    areas = admin.add_subparsers(dest="admin_area", required=True)
+    tools = areas.add_parser(
+        "tools",
+        help="per-tool kill switches",
+        description="Switch logical tools off and on for every server on the database.",
+    )
+    actions = tools.add_subparsers(dest="admin_action", required=True)
+    disable = actions.add_parser("disable", help="switch a logical tool off")
+    disable.add_argument("name", help="logical tool, e.g. booking.hold_slot")
+    disable.add_argument("--reason", required=True, help="why (callers are told it)")
+    enable = actions.add_parser("enable", help="switch a logical tool on again")
+    enable.add_argument("name", help="logical tool, e.g. booking.hold_slot")
+    actions.add_parser("list", help="the disabled tools and why")
+    for command in (disable, enable, actions.choices["list"]):
+        command.add_argument("--db", type=Path, help="SQLite file (as for serve)")
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    """Run an ``admin`` command; its exit status."""
+    try:
+        settings = Settings.from_env().with_overrides(db_path=args.db)
+        return asyncio.run(_tools(args, settings))
+    except (SettingsError, ToolSwitchError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except BookingError as exc:
+        print(f"{PROG}: the database {exc.code}: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _tools(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: the registry pulls in the whole edge, which serve needs and admin barely.
+    from expert_booking.edge.tool_registry import LOGICAL_NAMES  # noqa: PLC0415
+    from expert_booking.edge.tools import MCP_TOOLS  # noqa: PLC0415
+
+    if args.admin_action in {"disable", "enable"}:
+        check_switchable(args.name, logical=LOGICAL_NAMES, catalog=MCP_TOOLS)
+    reason = clean_reason(args.reason) if args.admin_action == "disable" else ""
+    store = await SqliteBookingStore.open(
+        settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
+    )
+    await store.close()  # opened for its migrations only
+    switches = SqliteToolSwitches(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+    if args.admin_action == "disable":
+        state = await switches.disable(args.name, reason, SystemClock().now())
+        print(f"{args.name} disabled (version {state.version}): {reason}")
+    elif args.admin_action == "enable":
+        changed = await switches.enable(args.name)
+        print(f"{args.name} enabled" if changed else f"{args.name} was not disabled")
+    else:
+        _print_state(await switches.load())
+    return 0
+
+
+def _print_state(state: ToolSwitchState) -> None:
+    if not state.disabled:
+        print(f"no tool is disabled (version {state.version})")
+        return
+    for switch in state.disabled.values():
+        print(
+            f"{switch.name}\tdisabled since {format_instant(switch.disabled_at)}\t{switch.reason}"
+        )

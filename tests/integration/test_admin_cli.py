@@ -1,0 +1,107 @@
+"""``expert-booking-mcp admin tools ...`` through the command line, on a real database file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from expert_booking.__main__ import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("BOOKING_DB_PATH", raising=False)
+    return tmp_path / "booking.db"
+
+
+def test_disable_list_enable_round_trip(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "admin", "tools", "list", "--db", str(db)) == (
+        0,
+        "no tool is disabled (version 0)\n",
+        "",
+    )
+    status, out, _ = run(
+        capsys,
+        "admin",
+        "tools",
+        "disable",
+        "booking.hold_slot",
+        "--reason",
+        " outage ",
+        "--db",
+        str(db),
+    )
+    assert (status, out) == (0, "booking.hold_slot disabled (version 1): outage\n")
+    status, out, _ = run(capsys, "admin", "tools", "list", "--db", str(db))
+    assert status == 0
+    name, since, reason = out.rstrip("\n").split("\t")
+    assert (name, reason) == ("booking.hold_slot", "outage")
+    assert since.startswith("disabled since 20")
+    assert run(capsys, "admin", "tools", "enable", "booking.hold_slot", "--db", str(db))[:2] == (
+        0,
+        "booking.hold_slot enabled\n",
+    )
+    assert run(capsys, "admin", "tools", "enable", "booking.hold_slot", "--db", str(db))[:2] == (
+        0,
+        "booking.hold_slot was not disabled\n",
+    )
+
+
+def test_the_database_comes_from_the_environment_as_for_serve(
+    db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BOOKING_DB_PATH", str(db))
+    assert (
+        run(capsys, "admin", "tools", "disable", "booking.get_booking", "--reason", "audit")[0] == 0
+    )
+    monkeypatch.delenv("BOOKING_DB_PATH")
+    out = run(capsys, "admin", "tools", "list", "--db", str(db))[1]
+    assert out.startswith("booking.get_booking\t")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ("disable", "tool_catalog.call", "--reason", "x"),
+            "expert-booking-mcp: tool_catalog.call is a catalog tool and cannot be disabled",
+        ),
+        (
+            ("disable", "booking.nope", "--reason", "x"),
+            "expert-booking-mcp: unknown tool 'booking.nope'",
+        ),
+        (
+            ("enable", "tool_catalog.search"),
+            "expert-booking-mcp: tool_catalog.search is a catalog tool",
+        ),
+        (
+            ("disable", "booking.hold_slot", "--reason", "  "),
+            "expert-booking-mcp: --reason must say why",
+        ),
+    ],
+)
+def test_refusals_are_one_line_with_status_2_and_change_nothing(
+    db: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], message: str
+) -> None:
+    status, out, err = run(capsys, "admin", "tools", *argv, "--db", str(db))
+    assert status == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert err.startswith(message)
+    assert run(capsys, "admin", "tools", "list", "--db", str(db))[1] == (
+        "no tool is disabled (version 0)\n"
+    )
+
+
+def test_disable_requires_a_reason(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(["admin", "tools", "disable", "booking.hold_slot", "--db", str(db)])
+    assert excinfo.value.code == 2
+    assert "--reason" in capsys.readouterr().err

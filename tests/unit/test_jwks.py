@@ -1,0 +1,123 @@
+"""JWKS discovery and caching rules, with the issuer's endpoints stubbed (respx)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import respx
+from cryptography.hazmat.primitives.asymmetric import ec
+from jwt.algorithms import ECAlgorithm
+
+from expert_booking.adapters.jwks import JwksCache, JwksUnavailableError, metadata_urls
+
+ISSUER = "https://login.example/realms/booking"
+JWKS = "https://login.example/realms/booking/certs"
+
+pytestmark = pytest.mark.anyio
+
+
+class Monotonic:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def jwk(kid: str, use: str | None = "sig") -> dict[str, object]:
+    key = ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()).public_key(), as_dict=True)
+    return {**key, "kid": kid, **({"use": use} if use else {})}
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+def test_metadata_urls_insert_rfc8414_before_the_path_and_append_openid() -> None:
+    assert metadata_urls(ISSUER) == (
+        "https://login.example/.well-known/oauth-authorization-server/realms/booking",
+        "https://login.example/realms/booking/.well-known/openid-configuration",
+    )
+    assert metadata_urls("https://login.example") == (
+        "https://login.example/.well-known/oauth-authorization-server",
+        "https://login.example/.well-known/openid-configuration",
+    )
+
+
+@respx.mock
+async def test_openid_metadata_is_the_fallback_and_encryption_keys_are_ignored(
+    http: httpx.AsyncClient,
+) -> None:
+    rfc8414, openid = metadata_urls(ISSUER)
+    respx.get(rfc8414).mock(return_value=httpx.Response(404))
+    respx.get(openid).mock(
+        return_value=httpx.Response(200, json={"issuer": ISSUER, "jwks_uri": JWKS})
+    )
+    respx.get(JWKS).mock(
+        return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("enc", use="enc")]})
+    )
+    keys = JwksCache(http, issuer=ISSUER, clock=Monotonic())
+    found = await keys.key("a", "ES256")
+    assert found is not None
+    assert found.algorithm_name == "ES256"
+    assert await keys.key("enc", "ES256") is None
+
+
+@respx.mock
+async def test_a_jwks_uri_that_is_plain_http_off_loopback_is_refused(
+    http: httpx.AsyncClient,
+) -> None:
+    rfc8414, _ = metadata_urls(ISSUER)
+    respx.get(rfc8414).mock(
+        return_value=httpx.Response(
+            200, json={"issuer": ISSUER, "jwks_uri": "http://login.example/certs"}
+        )
+    )
+    with pytest.raises(JwksUnavailableError):
+        await JwksCache(http, issuer=ISSUER, clock=Monotonic()).key("a", "ES256")
+
+
+@respx.mock
+async def test_a_failed_refresh_keeps_the_keys_already_known(http: httpx.AsyncClient) -> None:
+    route = respx.get(JWKS)
+    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    clock = Monotonic()
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock, max_age_seconds=60)
+    assert await keys.key("a", "ES256") is not None
+    route.mock(return_value=httpx.Response(503))
+    clock.now += 61
+    assert await keys.key("a", "ES256") is not None
+    assert route.call_count == 2
+
+
+@respx.mock
+async def test_until_a_first_fetch_succeeds_attempts_are_rate_limited_too(
+    http: httpx.AsyncClient,
+) -> None:
+    route = respx.get(JWKS).mock(return_value=httpx.Response(503))
+    clock = Monotonic()
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock)
+    for _ in range(3):
+        with pytest.raises(JwksUnavailableError):
+            await keys.key("a", "ES256")
+    assert route.call_count == 1
+    clock.now += 10
+    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    assert await keys.key("a", "ES256") is not None
+
+
+@respx.mock
+async def test_a_token_without_kid_gets_the_key_only_when_there_is_one(
+    http: httpx.AsyncClient,
+) -> None:
+    route = respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    clock = Monotonic()
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock, max_age_seconds=1)
+    assert await keys.key(None, "ES256") is not None
+    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
+    clock.now += 10
+    assert await keys.key(None, "ES256") is None
