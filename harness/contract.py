@@ -270,17 +270,32 @@ def major_version(document: dict[str, Any]) -> int | None:
     return int(match["major"]) if match else None
 
 
+def input_stems(paths: list[Path]) -> frozenset[str]:
+    """Documents a caller sends: the ``*_input`` schemas and the documents they embed.
+
+    Every other document (results, snapshots, the envelope, errors) is one the server sends.
+    """
+    inputs = {path.stem for path in paths if path.stem.endswith("_input")}
+    embedded: set[str] = set()
+    for path in paths:
+        if path.stem in inputs:
+            embedded.update(json.loads(path.read_text(encoding="utf-8")).get("$defs", {}))
+    return frozenset(inputs | embedded)
+
+
 def schema_diff(base: str) -> tuple[list[str], list[str]]:
     """Compare every schema with ``base``; returns (failures, notes)."""
     failures: list[str] = []
     notes: list[str] = []
-    for path in schema_files():
+    paths = schema_files()
+    inputs = input_stems(paths)
+    for path in paths:
         old = base_document(base, path)
         if old is None:
             notes.append(f"{path.name}: new since {base[:12]}, skipped")
             continue
         new = json.loads(path.read_text(encoding="utf-8"))
-        changes = breaking_changes(old, new)
+        changes = breaking_changes(old, new, result=path.stem not in inputs)
         if not changes:
             continue
         old_major, new_major = major_version(old), major_version(new)

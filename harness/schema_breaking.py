@@ -10,26 +10,33 @@ _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxPro
 _ALL_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 
 
-def breaking_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def breaking_changes(
+    old: dict[str, Any], new: dict[str, Any], *, result: bool = False
+) -> list[str]:
     """Changes from ``old`` to ``new`` that can reject a value ``old`` accepted.
+
+    With ``result`` the document describes what the server sends (a tool result, a snapshot,
+    an error): a property added to it, required or not, breaks no caller, which never sent it
+    (the rest is judged as for an input; issue 13 item 8 judges results fully from the
+    consumer's side).
 
     Walks ``properties``, ``items``, ``$defs`` and ``anyOf``/``oneOf`` branches by position.
     Each entry is ``"<JSON Pointer>: <what changed>"``. Loosening changes (a new optional
     property, a wider bound, an added enum value) are not reported. ``$ref`` targets are compared
     by name only; the referenced ``$defs`` entry is compared on its own.
     """
-    return _compare(old, new, "")
+    return _compare(old, new, "", result=result)
 
 
-def _compare(old: Any, new: Any, at: str) -> list[str]:
+def _compare(old: Any, new: Any, at: str, *, result: bool = False) -> list[str]:
     if not isinstance(old, dict) or not isinstance(new, dict):
         if old is True and new is not True:
             return [f"{at or '/'}: schema `true` became {json.dumps(new)}"]
         return []
     where = at or "/"
     found = [f"{where}: {message}" for message in _keyword_changes(old, new)]
-    found.extend(_property_changes(old, new, at))
-    found.extend(_nested_changes(old, new, at))
+    found.extend(_property_changes(old, new, at, result=result))
+    found.extend(_nested_changes(old, new, at, result=result))
     return found
 
 
@@ -77,7 +84,9 @@ def _types(node: dict[str, Any]) -> frozenset[str]:
     return frozenset(declared)
 
 
-def _property_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[str]:
+def _property_changes(
+    old: dict[str, Any], new: dict[str, Any], at: str, *, result: bool
+) -> list[str]:
     where = at or "/"
     old_props: dict[str, Any] = old.get("properties", {})
     new_props: dict[str, Any] = new.get("properties", {})
@@ -88,25 +97,31 @@ def _property_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list
     ]
     for name, schema in new_props.items():
         if name in old_props:
-            found.extend(_compare(old_props[name], schema, f"{at}/properties/{name}"))
+            found.extend(
+                _compare(old_props[name], schema, f"{at}/properties/{name}", result=result)
+            )
     old_required = set(old.get("required", []))
     found.extend(
         f"{where}: property {name!r} is newly required"
         for name in new.get("required", [])
-        if name not in old_required
+        if name not in old_required and not (result and name not in old_props)
     )
     return found
 
 
-def _nested_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[str]:
+def _nested_changes(
+    old: dict[str, Any], new: dict[str, Any], at: str, *, result: bool
+) -> list[str]:
     where = at or "/"
     found: list[str] = []
     if "items" in old or "items" in new:
-        found.extend(_compare(old.get("items", True), new.get("items", True), f"{at}/items"))
+        found.extend(
+            _compare(old.get("items", True), new.get("items", True), f"{at}/items", result=result)
+        )
     new_defs: dict[str, Any] = new.get("$defs", {})
     for name, schema in old.get("$defs", {}).items():
         if name in new_defs:
-            found.extend(_compare(schema, new_defs[name], f"{at}/$defs/{name}"))
+            found.extend(_compare(schema, new_defs[name], f"{at}/$defs/{name}", result=result))
         else:
             found.append(f"{where}: $defs entry {name!r} removed")
     for keyword in ("anyOf", "oneOf"):
@@ -120,5 +135,5 @@ def _nested_changes(old: dict[str, Any], new: dict[str, Any], at: str) -> list[s
             lost = len(old_branches) - len(new_branches)
             found.append(f"{where}: {keyword} lost {lost} branch(es)")
         for index, (before, after) in enumerate(zip(old_branches, new_branches, strict=False)):
-            found.extend(_compare(before, after, f"{at}/{keyword}/{index}"))
+            found.extend(_compare(before, after, f"{at}/{keyword}/{index}", result=result))
     return found

@@ -36,6 +36,7 @@ from expert_booking.ports import (
     TraceContext,
     Transaction,
 )
+from expert_booking.services import BookingPolicy
 
 T0 = datetime(2030, 9, 1, tzinfo=UTC)
 SLOT_AI_001_STARTS_AT = datetime(2030, 9, 2, 2, tzinfo=UTC)
@@ -50,6 +51,14 @@ SEED_ORDER = [
     "slot-fin-002",
 ]
 TRACE = TraceContext(trace_id="4bf92f3577b34da6a3ce929d0e0e4736", span_id="00f067aa0ba902b7")
+# The settings' defaults (CONTRACT section 1) as the use cases see them.
+POLICY = BookingPolicy(
+    hold_ttl=timedelta(seconds=300),
+    approval_ttl=timedelta(seconds=120),
+    approval_skew=timedelta(seconds=5),
+    slot_cache_ttl=timedelta(seconds=5),
+    payment_page_base_url="http://127.0.0.1:3100/pay",
+)
 # The request every direct use-case call in the tests serves: the local caller, in TRACE.
 CONTEXT = CallContext(principal=LOCAL, trace=TRACE, client_sent_at=T0, server_received_at=T0)
 

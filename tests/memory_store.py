@@ -34,6 +34,9 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.ports import (
+    LOCAL_OWNER,
+    BookingListQuery,
+    BookingListResult,
     HoldLookup,
     IdempotencyRecord,
     SlotQuery,
@@ -136,6 +139,29 @@ class MemoryTransaction:
             self.get_idempotency(scope, key), self._slots.get(slot_id), self.next_hold_expiry()
         )
 
+    def list_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> tuple[list[Booking], int]:
+        bookings = self._bookings()
+        if query.owner != LOCAL_OWNER:  # no booking records its owner yet: all are local
+            return [], 0
+        if query.idempotency_key is None:
+            chosen = list(bookings.values())
+        else:
+            ids = {
+                record.booking.booking_id
+                for (_, key), record in self.state.records.items()
+                if key == query.idempotency_key
+            }
+            chosen = [bookings[booking_id] for booking_id in ids if booking_id in bookings]
+        listed = sorted(
+            (b for b in chosen if not query.statuses or b.status in query.statuses),
+            key=lambda b: (b.held_at, b.booking_id),
+            reverse=True,
+        )
+        start = max(0, offset)
+        return listed[start : start + max(0, limit)], len(listed)
+
     def get_booking(self, booking_id: str) -> Booking | None:
         return self._bookings().get(booking_id)
 
@@ -204,6 +230,13 @@ class MemoryBookingStore:
         tx = MemoryTransaction(self._committed, self._experts, self._slots)
         slots, total = tx.search_free_slots(query, now, offset, limit)
         return SlotSearchResult(slots, total, tx.next_hold_expiry())
+
+    async def peek_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> BookingListResult:
+        tx = MemoryTransaction(self._committed, self._experts, self._slots)
+        bookings, total = tx.list_bookings(query, offset, limit)
+        return BookingListResult(bookings, total, tx.next_hold_expiry())
 
     async def run(self, work: Callable[[Transaction], T]) -> T:
         """One transaction at a time on the store's one worker thread, in submission order.

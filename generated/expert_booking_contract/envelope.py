@@ -113,6 +113,7 @@ class Error(BaseModel):
         "INVALID_STATE",
         "STORAGE_BUSY",
         "INTERNAL_ERROR",
+        "CATALOG_STALE",
     ]
     """
     Stable error code.

@@ -26,5 +26,9 @@ class ToolCatalogCallInput(BaseModel):
     """
     requestSpanId: UUID
     """
-    UUID of the user request: new per request, shared by its calls (one meta.traceId).
+    User-request UUID, shared by its calls (one meta.traceId).
+    """
+    catalogVersion: str | None = None
+    """
+    Optional: from search/read; if stale: CATALOG_STALE, nothing runs.
     """

@@ -69,3 +69,7 @@ class ToolCatalogReadResult(BaseModel):
     """
     Lowercase hex SHA-256 of the whole document; it is the same on every page, so pages of one version can be joined safely.
     """
+    catalogVersion: Annotated[str, Field(pattern="^[0-9a-f]{16}$")]
+    """
+    Version of the logical tools' documents; it changes only when one changes. Pass it to tool_catalog.call to be told (CATALOG_STALE) when a document you read has changed since.
+    """

@@ -53,3 +53,7 @@ class ToolCatalogSearchResult(BaseModel):
     """
     Pass as cursor with the same query to get the next page; null on the last page.
     """
+    catalogVersion: Annotated[str, Field(pattern="^[0-9a-f]{16}$")]
+    """
+    Version of the logical tools' documents; it changes only when one changes. Pass it to tool_catalog.call to be told (CATALOG_STALE) when a document you read has changed since.
+    """

@@ -31,7 +31,15 @@ if TYPE_CHECKING:
 
     from expert_booking.domain.model import Booking
     from expert_booking.edge.observability import ActionLineSink
-    from expert_booking.ports import BookingStore, Clock, SlotQuery, SlotSearchResult, Transaction
+    from expert_booking.ports import (
+        BookingListQuery,
+        BookingListResult,
+        BookingStore,
+        Clock,
+        SlotQuery,
+        SlotSearchResult,
+        Transaction,
+    )
     from expert_booking.settings import Settings
 
 T = TypeVar("T")
@@ -56,6 +64,11 @@ class _StoreOpenedAtStartup:
         self, query: SlotQuery, now: datetime, offset: int, limit: int
     ) -> SlotSearchResult:
         return await self._opened().peek_free_slots(query, now, offset, limit)
+
+    async def peek_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> BookingListResult:
+        return await self._opened().peek_bookings(query, offset, limit)
 
     def _opened(self) -> SqliteBookingStore:
         if self._store is None:

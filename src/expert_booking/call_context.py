@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from expert_booking.ports import TraceContext
+from expert_booking.ports import LOCAL_OWNER, TraceContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +26,13 @@ class Principal:
     issuer: str | None
     subject: str
 
+    @property
+    def owner(self) -> str:
+        """The key the store files this caller's bookings under (``local`` for ``LOCAL``)."""
+        return self.subject if self.issuer is None else f"{self.issuer} {self.subject}"
 
-LOCAL = Principal(issuer=None, subject="local")
+
+LOCAL = Principal(issuer=None, subject=LOCAL_OWNER)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from expert_booking.domain.model import Booking, PaymentAnswer, Slot
+from expert_booking.domain.model import Booking, BookingStatus, PaymentAnswer, Slot
 
 T = TypeVar("T")
 
@@ -56,6 +56,37 @@ class SlotQuery:
     specialty: str | None
     starts_after: datetime | None
     starts_before: datetime | None
+
+
+LOCAL_OWNER = "local"
+"""The owner of every stored booking until bookings record their owner (access control)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BookingListQuery:
+    """Filters of a booking list: whose bookings, which statuses, which idempotency key.
+
+    Attributes:
+        owner: The owner key of the caller (``Principal.owner``). No booking records its owner
+            yet: every stored booking belongs to ``LOCAL_OWNER``, so another owner sees none.
+            An owner column, once stored, replaces that one comparison.
+        statuses: Only bookings with one of these statuses; empty for every status.
+        idempotency_key: Only the booking an idempotency record with this key (of any scope:
+            a hold's or a confirmation's) refers to.
+    """
+
+    owner: str
+    statuses: frozenset[BookingStatus]
+    idempotency_key: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BookingListResult:
+    """A page of bookings, newest first, their total and the earliest hold expiry (one snapshot)."""
+
+    bookings: list[Booking]
+    total: int
+    next_hold_expiry: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +147,15 @@ class Transaction(Protocol):
         """
         ...
 
+    def list_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> tuple[list[Booking], int]:
+        """The query's bookings, newest first (``held_at``, then ``booking_id``, descending).
+
+        Returns the page from ``offset`` (at most ``limit``) and the total over all pages.
+        """
+        ...
+
     def get_booking(self, booking_id: str) -> Booking | None: ...
 
     def insert_booking(self, booking: Booking) -> None:
@@ -155,6 +195,12 @@ class BookingStore(Protocol):
         self, query: SlotQuery, now: datetime, offset: int, limit: int
     ) -> SlotSearchResult:
         """``search_free_slots`` and ``next_hold_expiry`` from one committed snapshot."""
+        ...
+
+    async def peek_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> BookingListResult:
+        """``list_bookings`` and ``next_hold_expiry`` from one committed snapshot."""
         ...
 
     async def run(self, work: Callable[[Transaction], T]) -> T:

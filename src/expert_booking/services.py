@@ -1,4 +1,4 @@
-"""Use cases of the booking core: search, hold, confirm, get. Framework-free.
+"""Use cases of the booking core: search, hold, confirm, get, list. Framework-free.
 
 Every use case reads the clock once per transaction, releases overdue holds inside the same
 transaction before it reads or writes, and commits idempotency records with the change they
@@ -9,9 +9,9 @@ it off the event loop in one piece (one thread hop, nothing interleaved), commit
 returns and rolls back when it raises. Refusals that must not undo the transaction's overdue
 release are returned as values, not raised.
 
-Reads (get, search) first peek at the last committed state without the write lock; only when
-what they read depends on an overdue hold (the booking itself, or any hold for a search) do
-they fall back to a transaction that releases it and reads again. So a read never shows an
+Reads (get, search, list) first peek at the last committed state without the write lock; only when
+what they read depends on an overdue hold (the booking itself, or any hold for a search or a
+list) do they fall back to a transaction that releases it and reads again. So a read never shows an
 overdue hold as HELD, and it neither queues behind writers nor answers STORAGE_BUSY otherwise.
 """
 
@@ -55,6 +55,8 @@ from expert_booking.domain.model import (
 )
 from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
 from expert_booking.ports import (
+    BookingListQuery,
+    BookingListResult,
     BookingStore,
     Clock,
     IdempotencyRecord,
@@ -132,6 +134,23 @@ class ConfirmBooking:
 @dataclass(frozen=True, slots=True)
 class GetBooking:
     booking_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListBookings:
+    """Filters of a booking list; an empty ``statuses`` means every status."""
+
+    limit: int
+    statuses: frozenset[BookingStatus] = frozenset()
+    idempotency_key: str | None = None
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BookingPage:
+    bookings: tuple[Booking, ...]
+    total: int
+    next_cursor: str | None
 
 
 def new_booking_id() -> str:
@@ -291,6 +310,48 @@ class BookingService:
         if booking is None:
             raise BookingNotFoundError(booking_id=booking_id)
         return booking
+
+    async def list_bookings(self, command: ListBookings, context: CallContext) -> BookingPage:
+        """The caller's bookings, newest first (held, then booking id), one page at a time.
+
+        Paged by offset, like the slot search: a booking made between two pages moves the
+        older ones down, so the next page may repeat one; none is skipped unless its status
+        leaves the filter meanwhile.
+
+        Raises:
+            InvalidCursorError: the cursor is malformed or belongs to other filters.
+        """
+        query = BookingListQuery(
+            owner=context.principal.owner,
+            statuses=command.statuses,
+            idempotency_key=command.idempotency_key,
+        )
+        binding = query_binding(
+            {
+                "list": "bookings",
+                "owner": query.owner,
+                "status": sorted(query.statuses),
+                "idempotencyKey": query.idempotency_key,
+            }
+        )
+        offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
+        found = await self._store.peek_bookings(query, offset, command.limit)
+        if _release_due(found.next_hold_expiry, self._clock.now()):
+            # The peek still shows an overdue hold as HELD: release, then list again.
+
+            def work(tx: Transaction) -> tuple[BookingListResult, int]:
+                released = tx.release_overdue(self._clock.now())
+                bookings, total = tx.list_bookings(query, offset, command.limit)
+                return BookingListResult(bookings, total, None), released
+
+            found, released = await self._run(work)
+            self._after_write(released=released, changed=False)
+        end = offset + len(found.bookings)
+        return BookingPage(
+            bookings=tuple(found.bookings),
+            total=found.total,
+            next_cursor=encode_cursor(end, binding) if end < found.total else None,
+        )
 
     def _hold(
         self,

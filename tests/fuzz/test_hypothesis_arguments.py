@@ -68,6 +68,7 @@ _SUPPORTED: Final = frozenset(
     {
         "type", "properties", "required", "additionalProperties", "enum", "const", "pattern",
         "format", "minLength", "maxLength", "minimum", "maximum", "title", "description",
+        "items", "minItems", "maxItems", "uniqueItems",
     }
 )  # fmt: skip
 
@@ -136,6 +137,13 @@ def from_json_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         return _string(schema)
     if kind == "integer":
         return st.integers(min_value=schema.get("minimum"), max_value=schema.get("maximum"))
+    if kind == "array":
+        return st.lists(
+            from_json_schema(schema["items"]),
+            min_size=schema.get("minItems", 0),
+            max_size=schema.get("maxItems"),
+            unique=schema.get("uniqueItems", False),
+        )
     raise ValueError(f"no strategy for type {kind!r}")
 
 
@@ -310,6 +318,10 @@ def _options(site: Site) -> list[str]:
         kinds.append("length")
     if "enum" in schema:
         kinds.append("enum")
+    if isinstance(value, list) and (
+        schema.get("minItems", 0) > 0 or (schema.get("uniqueItems") and value)
+    ):
+        kinds.append("count")
     return kinds
 
 
@@ -345,6 +357,9 @@ def _replacement(draw: st.DrawFn, kind: str, site: Site) -> Any:
     elif kind == "length":
         pool = ["x" * (schema["minLength"] - 1)] if schema.get("minLength", 0) > 0 else []
         pool += ["x" * (schema["maxLength"] + 1)] if "maxLength" in schema else []
+    elif kind == "count":  # too few items, or one twice
+        pool = [[]] if schema.get("minItems", 0) > 0 else []
+        pool += [[site.value[0], site.value[0]]] if schema.get("uniqueItems") and site.value else []
     else:  # enum
         pool = ["NOT_" + "_".join(map(str, schema["enum"]))]
     return draw(st.sampled_from(pool))

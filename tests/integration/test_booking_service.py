@@ -34,7 +34,6 @@ from expert_booking.domain.model import (
 )
 from expert_booking.ports import BookingStore, SlotQuery
 from expert_booking.services import (
-    BookingPolicy,
     BookingService,
     ConfirmBooking,
     GetBooking,
@@ -45,6 +44,7 @@ from expert_booking.services import (
 from tests.fakes import (
     ALL,
     CONTEXT,
+    POLICY,
     SEED_ORDER,
     SLOT_AI_001_STARTS_AT,
     FakePayments,
@@ -56,15 +56,6 @@ from tests.fakes import (
 from tests.memory_store import MemoryBookingStore
 
 pytestmark = pytest.mark.anyio
-
-POLICY = BookingPolicy(
-    hold_ttl=timedelta(seconds=300),
-    approval_ttl=timedelta(seconds=120),
-    approval_skew=timedelta(seconds=5),
-    slot_cache_ttl=timedelta(seconds=5),
-    payment_page_base_url="http://127.0.0.1:3100/pay",
-)
-
 
 ENGINES = ("sqlite", "memory")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import anyio
 import pytest
@@ -23,6 +24,9 @@ from expert_booking.domain.model import (
     PaymentStatus,
 )
 from expert_booking.ports import (
+    LOCAL_OWNER,
+    BookingListQuery,
+    BookingListResult,
     BookingStore,
     HoldLookup,
     IdempotencyRecord,
@@ -402,3 +406,116 @@ async def test_a_peeked_page_reports_the_earliest_hold_expiry_even_when_empty(
     past_the_end = await store.peek_free_slots(ALL, T0, 5, 20)
     assert past_the_end == SlotSearchResult([], 3, early.expires_at)
     assert (await store.peek_free_slots(ALL, T0, 0, 1)).total == 3
+
+
+# --- booking lists ----------------------------------------------------------------------------
+
+EVERY = BookingListQuery(owner=LOCAL_OWNER, statuses=frozenset(), idempotency_key=None)
+
+
+async def _listed(
+    store: BookingStore, query: BookingListQuery = EVERY, *, offset: int = 0, limit: int = 50
+) -> tuple[list[str], int]:
+    """List in a write transaction, and check the lock-free peek answers the same."""
+
+    def work(tx: Transaction) -> BookingListResult:
+        bookings, total = tx.list_bookings(query, offset, limit)
+        return BookingListResult(bookings, total, tx.next_hold_expiry())
+
+    found = await store.run(work)
+    assert await store.peek_bookings(query, offset, limit) == found
+    return [booking.booking_id for booking in found.bookings], found.total
+
+
+def _on_slots(*changes: dict[str, Any]) -> list[Booking]:
+    """Bookings ``booking-0``, ``booking-1`` ... of the seed's slots in order, with changes."""
+    return [
+        make_booking(f"booking-{n}", slot_id=SEED_ORDER[n], **change)
+        for n, change in enumerate(changes)
+    ]
+
+
+async def test_bookings_are_listed_newest_first_then_by_booking_id_descending(
+    store: BookingStore,
+) -> None:
+    later = T0 + timedelta(minutes=1)
+    await insert_bookings(store, *_on_slots({}, {"held_at": later}, {}, {"held_at": later}))
+
+    assert await _listed(store) == (["booking-3", "booking-1", "booking-2", "booking-0"], 4)
+
+
+async def test_a_list_pages_by_offset_and_limit_with_the_total_of_every_page(
+    store: BookingStore,
+) -> None:
+    await insert_bookings(
+        store, *_on_slots(*({"held_at": T0 + timedelta(seconds=n)} for n in range(5)))
+    )
+
+    assert await _listed(store, offset=0, limit=2) == (["booking-4", "booking-3"], 5)
+    assert await _listed(store, offset=4, limit=2) == (["booking-0"], 5)
+    assert await _listed(store, offset=7, limit=2) == ([], 5)
+
+
+async def test_a_list_keeps_only_the_named_statuses(store: BookingStore) -> None:
+    await insert_bookings(
+        store,
+        *_on_slots(
+            {},
+            {"status": BookingStatus.CONFIRMED},
+            {"status": BookingStatus.EXPIRED},
+            {"status": BookingStatus.PAYMENT_FAILED},
+        ),
+    )
+    some = frozenset({BookingStatus.HELD, BookingStatus.EXPIRED})
+
+    assert await _listed(store, replace(EVERY, statuses=some)) == (["booking-2", "booking-0"], 2)
+    failed = replace(EVERY, statuses=frozenset({BookingStatus.PAYMENT_FAILED}))
+    assert await _listed(store, failed) == (["booking-3"], 1)
+
+
+async def test_the_key_of_a_record_of_any_scope_finds_its_booking_as_it_is_now(
+    store: BookingStore,
+) -> None:
+    held, other = _on_slots({}, {})
+    confirmed = replace(held, status=BookingStatus.CONFIRMED, version=2)
+
+    def write(tx: Transaction) -> None:
+        tx.insert_booking(held)
+        tx.insert_booking(other)
+        tx.put_idempotency(IdempotencyRecord("booking.hold_slot", "key-h", "fp", held, None))
+        tx.put_idempotency(IdempotencyRecord("booking.hold_slot", "key-o", "fp", other, None))
+        tx.update_booking(confirmed, expected_version=1)
+        tx.put_idempotency(
+            IdempotencyRecord("booking.confirm_booking", "key-c", "fp", confirmed, None)
+        )
+
+    await store.run(write)
+
+    for key in ("key-h", "key-c"):
+        query = replace(EVERY, idempotency_key=key)
+        assert await _listed(store, query) == (["booking-0"], 1)
+        (listed,) = (await store.peek_bookings(query, 0, 5)).bookings
+        assert listed == confirmed  # the booking now, not the record's copy
+    assert await _listed(store, replace(EVERY, idempotency_key="key-none")) == ([], 0)
+    both = replace(EVERY, idempotency_key="key-h", statuses=frozenset({BookingStatus.HELD}))
+    assert await _listed(store, both) == ([], 0)
+
+
+async def test_another_owner_lists_no_booking(store: BookingStore) -> None:
+    await insert_bookings(store, *_on_slots({}, {}))
+
+    assert await _listed(store, replace(EVERY, owner="https://issuer.example alice")) == ([], 0)
+
+
+async def test_a_list_peek_reports_the_earliest_hold_expiry_without_releasing(
+    store: BookingStore,
+) -> None:
+    soon = T0 + timedelta(seconds=30)
+    await insert_bookings(
+        store, *_on_slots({"expires_at": soon}, {"status": BookingStatus.CONFIRMED})
+    )
+
+    peeked = await store.peek_bookings(EVERY, 0, 5)
+
+    assert peeked.next_hold_expiry == soon
+    assert [b.status for b in peeked.bookings] == [BookingStatus.CONFIRMED, BookingStatus.HELD]

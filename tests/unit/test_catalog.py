@@ -8,6 +8,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
-SEARCH, HOLD, CONFIRM, GET = LOGICAL_TOOLS
+SEARCH, HOLD, CONFIRM, GET, LIST = LOGICAL_TOOLS
 
 # Realistic requests (agent or user phrasing) and the tool that should rank first.
 GOLDEN: list[tuple[str, str, str]] = [
@@ -145,6 +146,23 @@ GOLDEN: list[tuple[str, str, str]] = [
     ("de", "Ist die Buchung abgelaufen?", GET),
 ]
 
+# Held out: written before the new tools' keywords were tuned, kept apart so the figure for
+# tools added later is not flattered by queries chosen after tuning (issue 13, item 9).
+HELD_OUT: list[tuple[str, str, str]] = [
+    # booking.list_bookings
+    ("en", "list my bookings", LIST),
+    ("en", "show all my reservations that are still held", LIST),
+    ("en", "my hold request timed out, find the booking made with this idempotency key", LIST),
+    ("en", "which of my bookings are confirmed", LIST),
+    ("en", "did my confirmation go through? look it up by idempotencyKey", LIST),
+    ("zh", "列出我的所有预约", LIST),
+    ("zh", "我有哪些预约", LIST),
+    ("zh", "查一下我所有已确认的订单", LIST),
+    ("de", "alle meine Buchungen auflisten", LIST),
+    ("de", "Welche Buchungen habe ich?", LIST),
+    ("de", "Liste meiner bestätigten Reservierungen", LIST),
+]
+
 
 @pytest.fixture
 def catalog() -> ToolCatalog:
@@ -154,20 +172,21 @@ def catalog() -> ToolCatalog:
 def test_golden_set_top1_accuracy_per_language_and_overall(catalog: ToolCatalog) -> None:
     hits: dict[str, list[bool]] = defaultdict(list)
     misses = []
-    for language, query, expected in GOLDEN:
+    for language, query, expected in GOLDEN + HELD_OUT:
         ranked = catalog.rank(query)
         top = ranked[0] if ranked else None
         hits[language].append(top == expected)
         if top != expected:
             misses.append(f"{query!r}: got {top}, expected {expected}")
     accuracy = {language: sum(row) / len(row) for language, row in hits.items()}
-    overall = sum(sum(row) for row in hits.values()) / len(GOLDEN)
+    overall = sum(sum(row) for row in hits.values()) / len(GOLDEN + HELD_OUT)
+    held_out = sum(catalog.rank(query)[:1] == [expected] for _, query, expected in HELD_OUT)
     report = (
         "top-1 accuracy: "
         + ", ".join(
             f"{lang} {acc:.1%} ({len(hits[lang])} queries)" for lang, acc in accuracy.items()
         )
-        + f", overall {overall:.1%}; misses: {misses}"
+        + f", overall {overall:.1%}, held-out {held_out}/{len(HELD_OUT)}; misses: {misses}"
     )
     print(report)  # noqa: T201 - the figure is the point of this test (run with -s)
     assert all(len(row) >= 12 for row in hits.values()), report
@@ -178,13 +197,18 @@ def test_golden_set_top1_accuracy_per_language_and_overall(catalog: ToolCatalog)
 def test_empty_query_lists_every_tool_in_catalog_order(catalog: ToolCatalog) -> None:
     result = catalog.search("", 20, None)
     assert [item["name"] for item in result.data["items"]] == list(LOGICAL_TOOLS)
-    assert result.data["total"] == 4
+    assert result.data["total"] == len(LOGICAL_TOOLS)
     assert result.data["nextCursor"] is None
 
 
 def test_a_query_matching_nothing_returns_no_items(catalog: ToolCatalog) -> None:
     result = catalog.search("zebra xylophone", 5, None)
-    assert result.data == {"items": [], "total": 0, "nextCursor": None}
+    assert result.data == {
+        "items": [],
+        "total": 0,
+        "nextCursor": None,
+        "catalogVersion": catalog.version,
+    }
 
 
 def test_items_carry_name_human_title_uri_and_a_short_leading_summary(
@@ -211,7 +235,7 @@ def test_a_tool_is_found_by_its_title_alone(name: str, monkeypatch: pytest.Monke
 
 def test_cursor_pages_through_ranked_results(catalog: ToolCatalog) -> None:
     first = catalog.search("", 3, None).data
-    assert first["total"] == 4
+    assert first["total"] == len(LOGICAL_TOOLS)
     assert first["nextCursor"] is not None
     second = catalog.search("", 3, first["nextCursor"]).data
     names = [item["name"] for item in first["items"] + second["items"]]
@@ -380,3 +404,29 @@ def test_registry_refuses_documents_it_cannot_serve(
     (tmp_path / name).write_bytes(content)
     with pytest.raises(SchemaLoadError):
         SchemaRegistry.load(tmp_path)
+
+
+# ------------------------------------------------------------------------ catalog version
+
+
+def test_search_and_read_carry_the_one_catalog_version(catalog: ToolCatalog) -> None:
+    found = catalog.search("list my bookings", 2, None).data
+    read = catalog.read("tool://booking.list_bookings", 0, 3).data
+
+    assert found["catalogVersion"] == read["catalogVersion"] == catalog.version
+    assert len(catalog.version) == 16
+    assert ToolCatalog(SchemaRegistry.load()).version == catalog.version  # a restart keeps it
+
+
+def test_the_catalog_version_changes_when_a_served_document_or_listing_changes(
+    catalog: ToolCatalog,
+) -> None:
+    entries = tuple(catalog.entries.values())
+    first, *rest = entries
+    edited_document = replace(first, document=replace(first.document, sha256="0" * 64))
+    renamed = replace(first, title=first.title + "!")
+
+    assert catalog_module.catalog_version(entries) == catalog.version
+    assert catalog_module.catalog_version((edited_document, *rest)) != catalog.version
+    assert catalog_module.catalog_version((renamed, *rest)) != catalog.version
+    assert catalog_module.catalog_version(tuple(rest)) != catalog.version

@@ -15,7 +15,7 @@ from expert_booking.domain.errors import ErrorCode, PaymentPendingError
 from expert_booking.domain.model import BookingStatus, Intent, PaymentStatus
 from expert_booking.edge.error_texts import ERROR_TEXTS
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS
-from harness.contract import drift, major_version, walk
+from harness.contract import drift, input_stems, major_version, schema_files, walk
 from harness.schema_breaking import breaking_changes
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -227,6 +227,8 @@ def test_defs_copies_of_a_document_equal_that_document():
     assert compared == {
         ("booking_confirm_booking_input", "human_approval"),
         ("booking_snapshot", "confirmation_intent"),
+        ("booking_list_result", "booking_snapshot"),
+        ("booking_list_result", "confirmation_intent"),
         ("envelope", "error"),
         ("slot_search_result", "slot"),
     }
@@ -511,6 +513,7 @@ def test_read_result_next_is_either_a_page_or_null():
         "next": {"offset": 2, "limit": 2},
         "continuation": "Call tool_catalog.read with offset 2 to read on.",
         "sha256": "a" * 64,
+        "catalogVersion": "0123456789abcdef",
     }
     assert _error_paths("tool_catalog_read_result", page) == set()
     assert _error_paths("tool_catalog_read_result", {**page, "next": None}) == set()
@@ -598,6 +601,27 @@ def test_new_required_property_is_breaking():
     new = _changed("/properties/note", {"type": "string"})
     new["required"].append("note")
     assert breaking_changes(_BASE, new) == ["/: property 'note' is newly required"]
+
+
+def test_a_new_required_property_of_a_result_breaks_no_caller():
+    new = _changed("/$defs/thing/properties/size", {"type": "integer"})
+    new["required"].append("note")
+    new["properties"]["note"] = {"type": "string"}
+    new["$defs"]["thing"]["required"] = ["size"]
+
+    assert breaking_changes(_BASE, new, result=True) == []
+
+
+def test_a_result_property_that_existed_and_becomes_required_is_still_judged():
+    new = _changed("/required", ["slotId", "status"])
+    assert breaking_changes(_BASE, new, result=True) == ["/: property 'status' is newly required"]
+
+
+def test_documents_a_caller_sends_are_the_inputs_and_what_they_embed():
+    stems = input_stems(schema_files())
+
+    assert {"booking_confirm_booking_input", "human_approval"} <= stems
+    assert not {"booking_snapshot", "tool_catalog_search_result", "error"} & stems
 
 
 def test_narrowed_enum_is_breaking():

@@ -109,6 +109,11 @@ def test_every_entry_maps_its_schema_valid_arguments_to_a_command(name: str) -> 
             "idempotencyKey": "0f8fad5b-d9cb-469f-a165-70867728950e",
         },
         "booking.get_booking": {"bookingId": "booking-1"},
+        "booking.list_bookings": {
+            "limit": 5,
+            "status": ["HELD", "CONFIRMED"],
+            "idempotencyKey": "0F8FAD5B-D9CB-469F-A165-70867728950E",
+        },
     }
     tool = BY_NAME[name]
     arguments = examples[name]

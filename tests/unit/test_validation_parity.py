@@ -129,6 +129,13 @@ def valid_value(node: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchSt
             {name: valid_value(properties[name], root) for name in sorted(required)},
             optional={name: valid_value(properties[name], root) for name in optional},
         )
+    if kind == "array":
+        return st.lists(
+            valid_value(node["items"], root),
+            min_size=node.get("minItems", 0),
+            max_size=node.get("maxItems", 5),
+            unique=node.get("uniqueItems", False),
+        )
     if kind == "integer":
         return st.integers(node.get("minimum", -(10**6)), node.get("maximum", 10**6))
     if kind == "string":

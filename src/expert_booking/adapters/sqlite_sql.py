@@ -1,4 +1,4 @@
-"""The store's SQL text (constant: every value is bound) and the parameters of a slot search."""
+"""The store's SQL text (constant: every value is bound) and the parameters of its queries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS
 from expert_booking.domain.model import ACTIVE_STATUSES, format_instant, format_optional_instant
-from expert_booking.ports import SlotQuery
+from expert_booking.ports import LOCAL_OWNER, BookingListQuery, SlotQuery
 
 SQLITE_MAX_INTEGER = 2**63 - 1
 
@@ -64,6 +64,37 @@ LEFT JOIN slots AS s ON s.slot_id = :slot_id
 LEFT JOIN experts AS e ON e.expert_id = s.expert_id
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
+# No booking stores its owner yet: each belongs to LOCAL_OWNER (``:owner = :local_owner``);
+# an owner column replaces that with ``b.owner = :owner``. An idempotency key of any scope
+# finds the booking its record keeps (index idempotency_by_key, migration 5).
+_LISTED_BOOKINGS = """
+FROM bookings AS b
+WHERE :owner = :local_owner
+  AND (:statuses IS NULL OR b.status IN (SELECT value FROM json_each(:statuses)))
+  AND (:key IS NULL OR b.booking_id IN (
+      SELECT json_extract(i.booking_json, '$.booking_id') FROM idempotency AS i
+      WHERE i.key = :key))
+"""
+
+_BOOKING_COLUMNS_OF_B = ", ".join(f"b.{name}" for name in BOOKING_COLUMNS.split(", "))
+
+LIST_BOOKINGS = f"""
+SELECT {_BOOKING_COLUMNS_OF_B}, COUNT(*) OVER () AS total
+{_LISTED_BOOKINGS}
+ORDER BY b.held_at DESC, b.booking_id DESC
+LIMIT :limit OFFSET :offset
+"""
+
+LIST_COUNT = f"SELECT COUNT(*) AS total {_LISTED_BOOKINGS}"
+
+# The page, its total and the earliest hold expiry from ONE snapshot; always at least one row.
+PEEK_BOOKINGS = f"""
+SELECT held.next_hold_expiry, page.*
+FROM ({NEXT_HOLD_EXPIRY}) AS held
+LEFT JOIN ({LIST_BOOKINGS}) AS page ON 1
+ORDER BY page.held_at DESC, page.booking_id DESC
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
 GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?"  # noqa: S608
 
 INSERT_BOOKING = (
@@ -94,6 +125,19 @@ def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> d
         "starts_before": format_optional_instant(query.starts_before),
         "specialty": None if query.specialty is None else query.specialty.casefold(),
         "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
+        "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
+        "offset": max(0, min(offset, SQLITE_MAX_INTEGER)),
+    }
+
+
+def list_params(query: BookingListQuery, offset: int, limit: int) -> dict[str, Any]:
+    """The named parameters of ``LIST_BOOKINGS``, ``LIST_COUNT`` and ``PEEK_BOOKINGS``."""
+    statuses = sorted(status.value for status in query.statuses)
+    return {
+        "owner": query.owner,
+        "local_owner": LOCAL_OWNER,
+        "statuses": _TOKENS_ENCODER.encode(statuses) if statuses else None,
+        "key": query.idempotency_key,
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
         "offset": max(0, min(offset, SQLITE_MAX_INTEGER)),
     }

@@ -75,14 +75,17 @@ from expert_booking.adapters.sqlite_rows import (
 )
 from expert_booking.adapters.sqlite_sql import (
     GET_BOOKING,
+    LIST_COUNT,
+    PEEK_BOOKINGS,
     PEEK_PAGE,
     SEARCH_COUNT,
     casefold,
+    list_params,
     search_params,
 )
 from expert_booking.adapters.sqlite_transaction import SqliteTransaction, translate_error
 from expert_booking.domain.model import Booking
-from expert_booking.ports import SlotQuery, SlotSearchResult
+from expert_booking.ports import BookingListQuery, BookingListResult, SlotQuery, SlotSearchResult
 
 __all__ = ["SqliteBookingStore", "SqliteTransaction", "booking_from_json", "booking_to_json"]
 
@@ -185,6 +188,24 @@ class SqliteBookingStore:
         if offset > 0:  # past the end: count separately (a later snapshot, as paging allows)
             total = int((await self._read(SEARCH_COUNT, params))[0]["total"])
         return SlotSearchResult([], total, next_expiry)
+
+    async def peek_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> BookingListResult:
+        """``list_bookings`` and ``next_hold_expiry`` from one committed snapshot (one hop).
+
+        Overdue holds are not released: a listed HELD booking may be past ``expires_at``.
+        """
+        params = list_params(query, offset, limit)
+        rows = await self._read(PEEK_BOOKINGS, params)
+        next_expiry = optional_instant(rows[0]["next_hold_expiry"])
+        if rows[0]["booking_id"] is not None:
+            bookings = [booking_from_row(row) for row in rows]
+            return BookingListResult(bookings, int(rows[0]["total"]), next_expiry)
+        total = 0
+        if offset > 0:  # past the end: count separately (a later snapshot, as paging allows)
+            total = int((await self._read(LIST_COUNT, params))[0]["total"])
+        return BookingListResult([], total, next_expiry)
 
     async def _read(self, sql: str, params: Iterable[Any] | dict[str, Any]) -> list[sqlite3.Row]:
         """One statement on the read-only connection: autocommit, so its own snapshot."""

@@ -20,10 +20,13 @@ from expert_booking.adapters.sqlite_sql import (
     GET_BOOKING,
     HOLD_LOOKUP,
     INSERT_BOOKING,
+    LIST_BOOKINGS,
+    LIST_COUNT,
     NEXT_HOLD_EXPIRY,
     SEARCH_COUNT,
     SEARCH_PAGE,
     UPDATE_BOOKING,
+    list_params,
     search_params,
 )
 from expert_booking.domain.errors import (
@@ -35,7 +38,7 @@ from expert_booking.domain.errors import (
     VersionConflictError,
 )
 from expert_booking.domain.model import Booking, Slot, format_instant
-from expert_booking.ports import HoldLookup, IdempotencyRecord, SlotQuery
+from expert_booking.ports import BookingListQuery, HoldLookup, IdempotencyRecord, SlotQuery
 
 logger = logging.getLogger("expert_booking.store")
 
@@ -88,6 +91,18 @@ class SqliteTransaction:
             record = _record(scope, key, row)
         slot = slot_from_row(row) if row["slot_id"] is not None else None
         return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
+
+    def list_bookings(
+        self, query: BookingListQuery, offset: int, limit: int
+    ) -> tuple[list[Booking], int]:
+        """The query's bookings, newest first; the page and the total over all pages."""
+        params = list_params(query, offset, limit)
+        rows = self._fetch(LIST_BOOKINGS, params)
+        if rows:
+            return [booking_from_row(row) for row in rows], int(rows[0]["total"])
+        if offset == 0:
+            return [], 0
+        return [], int(self._fetch(LIST_COUNT, params)[0]["total"])
 
     def get_booking(self, booking_id: str) -> Booking | None:
         """The stored booking, or ``None``."""

@@ -40,6 +40,7 @@ class ErrorCode(StrEnum):
     INVALID_STATE = "INVALID_STATE"
     STORAGE_BUSY = "STORAGE_BUSY"
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    CATALOG_STALE = "CATALOG_STALE"
 
 
 class BookingError(Exception):
@@ -149,3 +150,9 @@ class StorageBusyError(BookingError):
 
 class InternalError(BookingError):
     code = ErrorCode.INTERNAL_ERROR
+
+
+class CatalogStaleError(BookingError):
+    """The caller read the tool documents at another catalog version than the server's."""
+
+    code = ErrorCode.CATALOG_STALE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import unicodedata
@@ -216,6 +217,7 @@ class ToolCatalog:
         self._index = _Bm25fIndex(
             {tool.name: _fields(self.entries[tool.name], tool) for tool in tools}
         )
+        self.version = catalog_version(tuple(self.entries.values()))
         self._memo: dict[Hashable, Mapping[str, Any]] = {}
         self._memo_size = memo_size
 
@@ -253,7 +255,7 @@ class ToolCatalog:
                 raise ToolNotFoundError(uri=uri)
             raise ToolNotFoundError
         return self._memoised(
-            ("read", uri, offset, limit), lambda: _read_page(entry, offset, limit)
+            ("read", uri, offset, limit), lambda: _read_page(entry, offset, limit, self.version)
         )
 
     def _page(self, query: str, limit: int, offset: int, binding: str) -> Mapping[str, Any]:
@@ -263,6 +265,7 @@ class ToolCatalog:
             "items": [self.entries[name].item() for name in names[offset:end]],
             "total": len(names),
             "nextCursor": encode_cursor(end, binding) if end < len(names) else None,
+            "catalogVersion": self.version,
         }
 
     def _memoised(self, key: Hashable, compute: Any) -> CatalogResult:
@@ -274,6 +277,20 @@ class ToolCatalog:
             del self._memo[next(iter(self._memo))]
         self._memo[key] = data
         return CatalogResult(data, cache_hit=False)
+
+
+def catalog_version(entries: tuple[CatalogEntry, ...]) -> str:
+    """16 hex digits of SHA-256 over what the catalog serves of each tool, in catalog order.
+
+    Each tool's name, title, summary and its document's digest: a changed, added or removed
+    document (or listing) changes the version; a restart with the same documents keeps it.
+    """
+    digest = hashlib.sha256()
+    for entry in entries:
+        for part in (entry.name, entry.title, entry.summary, entry.document.sha256):
+            digest.update(part.encode())
+            digest.update(b"\0")
+    return digest.hexdigest()[:16]
 
 
 def input_stem(name: str) -> str:
@@ -328,7 +345,7 @@ def _property_names(schema: Any) -> Iterator[str]:
             yield from _property_names(item)
 
 
-def _read_page(entry: CatalogEntry, offset: int, limit: int) -> Mapping[str, Any]:
+def _read_page(entry: CatalogEntry, offset: int, limit: int, version: str) -> Mapping[str, Any]:
     lines = entry.document.lines
     total = len(lines)
     page = list(lines[offset : offset + limit])
@@ -344,6 +361,7 @@ def _read_page(entry: CatalogEntry, offset: int, limit: int) -> Mapping[str, Any
         "next": {"offset": end, "limit": limit} if has_next else None,
         "continuation": _continuation(offset, end, total, limit),
         "sha256": entry.document.sha256,
+        "catalogVersion": version,
     }
 
 

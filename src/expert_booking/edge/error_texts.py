@@ -133,6 +133,11 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         recovery="An unexpected error occurred; quote the operationId when reporting it. "
         "Read the booking with booking.get_booking before trying anything else.",
     ),
+    ErrorCode.CATALOG_STALE: ErrorText(
+        message="The tool documents changed since the catalogVersion that was sent.",
+        recovery="Nothing was run. Re-read the tool's document with tool_catalog.read, fix "
+        "the arguments to it, and call again with details.currentVersion as catalogVersion.",
+    ),
 }
 
 

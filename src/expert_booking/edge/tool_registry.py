@@ -20,15 +20,24 @@ from typing import Any, Generic, TypeVar
 
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import InvalidArgumentsError
-from expert_booking.domain.model import Booking, Customer, HumanApproval, Intent, parse_instant
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    HumanApproval,
+    Intent,
+    parse_instant,
+)
 from expert_booking.edge import wire
 from expert_booking.edge.validation import json_pointer
 from expert_booking.ports import SlotQuery
 from expert_booking.services import (
+    BookingPage,
     BookingService,
     ConfirmBooking,
     GetBooking,
     HoldSlot,
+    ListBookings,
     SearchSlots,
     SlotPage,
 )
@@ -144,6 +153,17 @@ def get_command(args: Mapping[str, Any]) -> GetBooking:
     return GetBooking(booking_id=args["bookingId"])
 
 
+def list_command(args: Mapping[str, Any]) -> ListBookings:
+    """``booking.list_bookings`` arguments as a command; the key in canonical lower case."""
+    key = args.get("idempotencyKey")
+    return ListBookings(
+        limit=args["limit"],
+        statuses=frozenset(BookingStatus(status) for status in args.get("status", ())),
+        idempotency_key=None if key is None else key.lower(),
+        cursor=args.get("cursor"),
+    )
+
+
 def _approval(approval: Mapping[str, Any]) -> HumanApproval:
     intent = approval["intent"]
     return HumanApproval(
@@ -188,6 +208,10 @@ def _instant(text: str, path: list[str]) -> datetime:
 
 def _snapshot(booking: Booking) -> ToolOutput:
     return ToolOutput(wire.render_booking(booking), "BYPASS")
+
+
+def _booking_page(page: BookingPage) -> ToolOutput:
+    return ToolOutput(wire.render_booking_page(page), "BYPASS")
 
 
 def _slot_page(page: SlotPage) -> ToolOutput:
@@ -279,6 +303,24 @@ LOGICAL_TOOLS: tuple[LogicalTool[Any, Any], ...] = (
         command=get_command,
         use_case=lambda core: core.get_booking,
         render=_snapshot,
+    ),
+    LogicalTool(
+        name="booking.list_bookings",
+        title="List my bookings, newest first",
+        intent_words=(
+            "list all my bookings reservations history mine timed timeout committed "
+            "idempotencyKey key went through happened which "
+            "列出 所有 全部 我的预约 我的订单 哪些 列表 记录 历史 超时 "
+            "auflisten alle meine Buchungen Liste Übersicht welche Verlauf"
+        ),
+        topic_words="booking reservation status 预约 订单 Buchung Reservierung",
+        input_schema="booking_list_bookings_input",
+        result_schema="booking_list_result",
+        hints=_READ,
+        scope=READ_SCOPE,
+        command=list_command,
+        use_case=lambda core: core.list_bookings,
+        render=_booking_page,
     ),
 )
 

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from expert_booking.call_context import CallContext
-from expert_booking.domain.errors import BookingError, InvalidArgumentsError, ToolNotFoundError
+from expert_booking.domain.errors import (
+    BookingError,
+    CatalogStaleError,
+    InvalidArgumentsError,
+    ToolNotFoundError,
+)
 from expert_booking.edge.catalog import ToolCatalog, input_stem
 from expert_booking.edge.envelope import guarded
 from expert_booking.edge.observability import Action, ActionObserver
@@ -100,6 +105,9 @@ class ToolDispatcher:
     async def _resolve(self, args: Mapping[str, Any]) -> Routed:
         # ``arguments`` is checked against the logical tool's own schema, pointers relative to it.
         _check(self.inputs[CATALOG_CALL], args, opaque=("arguments",))
+        sent = args.get("catalogVersion")
+        if sent is not None and sent != self._catalog.version:  # judged before the name
+            raise CatalogStaleError(current_version=self._catalog.version)
         name = args["name"]
         tool = self.logical.get(name)
         if tool is None:

@@ -340,6 +340,8 @@ def _message(keyword: str, value: Any) -> str:  # noqa: PLR0911 - one line per k
         return f"must be {_json_literal(value)}."
     if keyword in {"minItems", "maxItems", "minProperties", "maxProperties"}:
         return f"violates {keyword} {value}."
+    if keyword == "uniqueItems":
+        return "must not contain the same item twice."
     if keyword in {"anyOf", "oneOf"}:
         return "does not match any of the allowed forms."
     return f"does not satisfy the schema keyword {keyword}."

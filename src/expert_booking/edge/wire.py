@@ -11,7 +11,7 @@ from expert_booking.domain.model import (
     Slot,
     format_instant,
 )
-from expert_booking.services import SlotPage
+from expert_booking.services import BookingPage, SlotPage
 
 
 def render_booking(booking: Booking) -> dict[str, Any]:
@@ -84,6 +84,15 @@ def render_slot_page(page: SlotPage) -> dict[str, Any]:
     """``data`` of a slot search: ``slots``, ``total``, ``nextCursor``."""
     return {
         "slots": [render_slot(slot) for slot in page.slots],
+        "total": page.total,
+        "nextCursor": page.next_cursor,
+    }
+
+
+def render_booking_page(page: BookingPage) -> dict[str, Any]:
+    """``data`` of a booking list: ``bookings`` (snapshots), ``total``, ``nextCursor``."""
+    return {
+        "bookings": [render_booking(booking) for booking in page.bookings],
         "total": page.total,
         "nextCursor": page.next_cursor,
     }
