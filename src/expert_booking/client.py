@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx2
 import mcp_types
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from expert_booking.adapters.clock import SystemClock
@@ -38,6 +38,7 @@ __all__ = (
     "Exchange",
     "ExchangeHandler",
     "ExchangeRecorder",
+    "ServerConnectionError",
     "open_client",
 )
 
@@ -231,6 +232,10 @@ async def open_client(
 
     Yields:
         The connected client; it is closed when the block exits.
+
+    Raises:
+        ServerConnectionError: the connection (the ``server/discover`` probe) failed; the
+            message names ``url`` and the root cause.
     """
     stamping = ClientSentAtTransport(transport, clock=clock, on_exchange=on_exchange)
     async with httpx2.AsyncClient(
@@ -242,5 +247,39 @@ async def open_client(
             cache=None,
             client_info=mcp_types.Implementation(name=client_name, version=package_version()),
         )
-        async with client:
+        async with AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(client)
+            except (ExceptionGroup, httpx2.HTTPError, MCPError, OSError) as exc:
+                raise ServerConnectionError(url, _root_cause(exc)) from None
             yield client
+
+
+class ServerConnectionError(ConnectionError):
+    """:func:`open_client` could not connect: ``url`` and the root ``cause`` in one message.
+
+    Attributes:
+        url: the endpoint that was tried.
+        cause: the innermost exception (e.g. ``httpx2.ConnectError``, or the server's
+            ``MCPError`` refusal).
+    """
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        if isinstance(cause, MCPError):
+            reason = f"the server refused the connection: {cause.error.message}"
+            reason += f" (JSON-RPC error {cause.error.code})"
+        elif isinstance(cause, httpx2.ConnectError | OSError):
+            detail = str(cause) or type(cause).__name__
+            reason = f"nothing answers there ({detail}); is the server running?"
+        else:
+            reason = f"{type(cause).__name__}: {cause}"
+        super().__init__(f"cannot connect to the MCP server at {url}: {reason}")
+        self.url = url
+        self.cause = cause
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The first leaf of (nested) exception groups: the task group wraps the real failure."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

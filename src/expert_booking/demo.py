@@ -1,9 +1,11 @@
 """``expert-booking-mcp demo``: the whole booking story against a real server process.
 
-Starts a loopback payment stub and the installed server on a fresh temporary database, then
-walks discover → list → catalog search → paged schema read → slot search → hold → a second
-user's refused hold → an expired approval refused without a payment query → confirm while
-payment is PENDING → confirm after PAID → get. Exits non-zero when anything behaves otherwise.
+Starts the payment sandbox and the installed server on a fresh temporary database (the sandbox
+reads the server's bookings from it), then walks discover → list → catalog search → paged schema
+read → slot search → hold → a second user's refused hold → an expired approval refused →
+confirm while payment is PENDING → the payer presses Pay on the sandbox's page → confirm → get.
+The demo itself plays the person (who approves and pays); the agent part is the MCP client.
+Exits non-zero when anything behaves otherwise.
 """
 
 from __future__ import annotations
@@ -11,20 +13,35 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import sys
+import tempfile
+import textwrap
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import httpx2
 
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.client import open_client
 from expert_booking.domain.model import format_instant
-from expert_booking.testing.payment_stub import PaymentStub
-from expert_booking.testing.server_process import ServerProcess
+from expert_booking.testing.sandbox_pair import server_with_sandbox
 
-_CLOCK = SystemClock()  # the demo plays the person who approves and the payment service
+_CLOCK = SystemClock()  # the demo plays the person who approves and pays
+SUMMARY_WIDTH = 72
+SEE_OTHER = 303
+
+INTRODUCTION = """\
+Who is who: the MCP client below is the agent. The demo also plays the person: it approves the
+booking's exact intent and presses Pay on the payment sandbox's page (SANDBOX: no money moves).
+
+Each step ends with a "time:" line, the HTTP exchange's instants (UTC, HH:MM:SS.mmm):
+  clientSentAt <= serverReceivedAt [<= serverResultCreatedAt]
+               <= serverRespondedAt <= clientReceivedAt
+the client stamps its send time, the server its receipt (and a tool result's creation) and its
+response, the client its receipt; the demo checks the order (CONTRACT section 2)."""
 
 
 class DemoFailedError(Exception):
@@ -50,9 +67,8 @@ class _Exchanges:
 
 
 class _Story:
-    def __init__(self, client: Any, stub: PaymentStub, exchanges: _Exchanges) -> None:
+    def __init__(self, client: Any, exchanges: _Exchanges) -> None:
         self.client = client
-        self.stub = stub
         self.exchanges = exchanges
         self.step = 0
 
@@ -124,7 +140,10 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     top = found["data"]["items"][0]
     story.say(
         "tool_catalog.search 'hold a slot'",
-        [f"{item['name']}: {item['summary'][:70]}" for item in found["data"]["items"]],
+        [
+            f"{item['name']}: " + textwrap.shorten(item["summary"], SUMMARY_WIDTH, placeholder=" …")
+            for item in found["data"]["items"]
+        ],
         found["meta"]["serverResultCreatedAt"],
     )
     _expect(top["name"] == "booking.hold_slot", "search ranks booking.hold_slot first")
@@ -210,7 +229,6 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     _expect_error(second, "SLOT_UNAVAILABLE")
 
     intent = booking["confirmationIntent"]
-    queries_before = len(story.stub.requests)
     stale = await story.logical(
         "booking.confirm_booking",
         {
@@ -222,11 +240,10 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     )
     story.say(
         "confirm with an approval from an hour ago",
-        [f"{stale['error']['code']}; payment queries: {len(story.stub.requests) - queries_before}"],
+        [f"{stale['error']['code']} (refused before payment is asked)"],
         stale["meta"]["serverResultCreatedAt"],
     )
     _expect_error(stale, "HUMAN_APPROVAL_EXPIRED")
-    _expect(len(story.stub.requests) == queries_before, "expired approval never queries payment")
 
     confirm_args = {
         "bookingId": booking["bookingId"],
@@ -234,7 +251,6 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
         "idempotencyKey": str(uuid.uuid4()),
         "humanApproval": _approval(intent, approved_at=_CLOCK.now()),
     }
-    story.stub.set_answer(booking["bookingId"], status="PENDING", amount="500.00", currency="CNY")
     pending = await story.logical("booking.confirm_booking", confirm_args)
     story.say(
         "confirm while payment is PENDING",
@@ -243,12 +259,11 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     )
     _expect_error(pending, "PAYMENT_PENDING")
 
-    story.stub.set_answer(
-        booking["bookingId"],
-        status="PAID",
-        amount="500.00",
-        currency="CNY",
-        paid_at=format_instant(_CLOCK.now()),
+    _pay_on_the_page(booking["paymentPageUrl"])
+    story.exchanges.last = {}
+    story.say(
+        "the payer presses Pay on the payment page (the demo plays the payer)",
+        [f"POST {booking['paymentPageUrl']} action=pay -> the sandbox records PAID"],
     )
     confirmed = await story.logical("booking.confirm_booking", confirm_args)
     _expect(confirmed["ok"], f"confirm after PAID succeeds: {confirmed.get('error')}")
@@ -269,19 +284,22 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     _expect(got["data"]["status"] == "CONFIRMED", "get shows CONFIRMED")
 
 
+def _pay_on_the_page(page_url: str) -> None:
+    """What the person's browser sends when they press Pay on the sandbox's page."""
+    response = httpx2.post(page_url, data={"action": "pay"}, timeout=10)
+    _expect(response.status_code == SEE_OTHER, f"the page took the payment: {response.status_code}")
+
+
 async def run() -> None:
     """Run the demo once; raises DemoFailedError on the first deviation."""
     exchanges = _Exchanges()
-    async with PaymentStub.running() as stub:
-        env = {
-            **os.environ,
-            "PAYMENT_QUERY_BASE_URL": stub.base_url,
-            "PAYMENT_PAGE_BASE_URL": f"{stub.base_url}/pay",
-        }
-        with ServerProcess(env=env) as server:
-            print(f"server {server.url} (pid {server.pid}), payment stub {stub.base_url}")
+    with tempfile.TemporaryDirectory(prefix="expert-booking-demo-") as directory:
+        database = Path(directory) / "expert-booking.db"
+        with server_with_sandbox(database) as (server, sandbox):
+            print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")
+            print(INTRODUCTION)
             async with open_client(server.url, on_exchange=exchanges.record) as client:
-                await _walk(_Story(client, stub, exchanges))
+                await _walk(_Story(client, exchanges))
     print("\ndemo finished: every step behaved as the contract says")
 
 

@@ -14,6 +14,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+SANDBOX_PORT = 3100
+"""``payment-sandbox``'s default port, where the default payment URLs point."""
+PROXY_PORT = 3001
+"""``proxy``'s default port."""
+
+
 DEFAULT_QUOTA_PER_CALLER_PER_MINUTE = 30
 DEFAULT_QUOTA_GLOBAL_PER_MINUTE = 300
 DEFAULT_AUTH_ALGORITHMS = ("RS256", "ES256")
@@ -49,8 +55,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 3000
     db_path: Path = Path("./expert-booking.db")
-    payment_query_base_url: str = "http://127.0.0.1:3100"
-    payment_page_base_url: str = "http://127.0.0.1:3100/pay"
+    payment_query_base_url: str = f"http://127.0.0.1:{SANDBOX_PORT}"
+    payment_page_base_url: str = f"http://127.0.0.1:{SANDBOX_PORT}/pay"
     hold_ttl_seconds: int = 300
     approval_ttl_seconds: int = 120
     approval_clock_skew_seconds: int = 5
@@ -82,6 +88,23 @@ class Settings:
     @property
     def client_clock_tolerance(self) -> timedelta:
         return timedelta(seconds=self.client_clock_tolerance_seconds)
+
+    @property
+    def payment_sandbox_warning(self) -> str | None:
+        """A warning when the payment service is on this machine (the payment sandbox's place).
+
+        ``expert-booking-mcp payment-sandbox`` listens on ``127.0.0.1:3100``, the default of
+        ``PAYMENT_QUERY_BASE_URL``: with a loopback payment URL, confirmations rest on
+        simulated payments unless a real service runs there.
+        """
+        host = urlsplit(self.payment_query_base_url).hostname or ""
+        if not is_loopback_host(host):
+            return None
+        return (
+            f"PAYMENT_QUERY_BASE_URL {self.payment_query_base_url} is on this machine, where "
+            "`expert-booking-mcp payment-sandbox` runs: payments there are SANDBOX payments "
+            "(simulated, no money moves); set it to the real payment service before real use"
+        )
 
     @property
     def hold_ttl(self) -> timedelta:

@@ -18,6 +18,7 @@ import httpx2
 import pytest
 
 from expert_booking.client import ClientSentAtTransport
+from expert_booking.proxy import StampingProxy, ThreadedServer
 from expert_booking.testing.server_process import ServerProcess
 from harness.conformance import (
     GENERIC_SCENARIOS,
@@ -32,7 +33,6 @@ from harness.conformance import (
     run_suite,
     summary_table,
 )
-from harness.stamping_proxy import StampingProxy, ThreadedServer
 
 pytestmark = pytest.mark.conformance
 

@@ -1,10 +1,11 @@
-"""The command line: startup problems end with one line on stderr and status 2."""
+"""The command line: startup problems end with one line on stderr and status 2 (3: the port)."""
 
 from __future__ import annotations
 
 import gc
 import json
 import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from expert_booking.__main__ import main
 from expert_booking.edge import schemas
+from expert_booking.version import package_version
 
 
 @pytest.fixture(autouse=True)
@@ -97,6 +99,39 @@ def test_the_port_flag_refuses_what_the_port_variable_refuses(
         main(["serve", "--port", port])
     assert excinfo.value.code == 2
     assert "is not a TCP port (0-65535)" in capsys.readouterr().err
+
+
+def test_version_prints_the_installed_distribution_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--version"])
+    assert excinfo.value.code == 0
+    assert capsys.readouterr().out.strip() == f"expert-booking-mcp {package_version()}"
+
+
+def test_a_busy_port_is_refused_before_the_database_is_created(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "b.db"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--db", str(database)]) == 3
+    line = one_line_of(capsys.readouterr().err)
+    assert line.startswith(f"expert-booking-mcp: cannot listen on 127.0.0.1:{port}:")
+    assert "in use" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_proxy_refuses_an_upstream_that_is_not_an_http_url_with_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["proxy", "--upstream", "ftp://127.0.0.1/mcp", "--port", "0"]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert (
+        line
+        == "expert-booking-mcp proxy: upstream must be an http:// URL, got 'ftp://127.0.0.1/mcp'"
+    )
 
 
 def test_none_mode_refuses_a_non_loopback_bind_with_one_line_naming_the_setting(

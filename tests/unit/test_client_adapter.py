@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import socket
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx2
 import pytest
 
-from expert_booking.client import ClientSentAtTransport, ExchangeRecorder
+from expert_booking.client import (
+    ClientSentAtTransport,
+    ExchangeRecorder,
+    ServerConnectionError,
+    open_client,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -168,3 +174,31 @@ async def test_the_exchange_recorder_keeps_the_last_exchanges_with_server_stamps
         "2030-09-01T08:30:00.300Z",
         "2030-09-01T08:30:05.123Z",
     ]
+
+
+async def test_open_client_names_the_url_and_the_cause_when_nothing_listens() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    with pytest.raises(ServerConnectionError) as excinfo:
+        async with open_client(url):
+            pytest.fail("connected to a closed port")
+    message = str(excinfo.value)
+    assert message.startswith(f"cannot connect to the MCP server at {url}: nothing answers there")
+    assert isinstance(excinfo.value.cause, httpx2.ConnectError)
+
+
+async def test_open_client_names_the_url_and_the_servers_refusal() -> None:
+    async def refuse(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        error = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+        return httpx2.Response(400, json={"jsonrpc": "2.0", "id": body["id"], "error": error})
+
+    url = "http://127.0.0.1:1/mcp"
+    with pytest.raises(ServerConnectionError) as excinfo:
+        async with open_client(url, transport=httpx2.MockTransport(refuse)):
+            pytest.fail("connected to a refusing server")
+    assert str(excinfo.value) == (
+        f"cannot connect to the MCP server at {url}: the server refused the connection: "
+        "Missing MCP-Protocol-Version header (JSON-RPC error -32020)"
+    )

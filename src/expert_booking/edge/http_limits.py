@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from expert_booking.edge.refusals import RefusalLog
+
+if TYPE_CHECKING:
+    from expert_booking.settings import Settings
 
 FD_RESERVE: Final = 64
 """Descriptors kept free of connections (database, log, payment client, listening socket)."""
@@ -31,6 +34,18 @@ class HttpLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+
+
+    @classmethod
+    def from_settings(cls, settings: Settings, descriptor_limit: int) -> HttpLimits:
+        """The ``HTTP_*`` settings, connections capped by :func:`connection_cap`."""
+        return cls(
+            max_header_bytes=settings.http_max_header_bytes,
+            max_headers=settings.http_max_headers,
+            header_timeout=settings.http_header_timeout_seconds,
+            body_timeout=settings.http_body_timeout_seconds,
+            max_connections=connection_cap(settings.http_max_connections, descriptor_limit),
+        )
 
 
 def connection_cap(configured: int, descriptor_limit: int) -> int:

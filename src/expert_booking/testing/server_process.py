@@ -18,12 +18,14 @@ from types import TracebackType
 from typing import IO, Any, Final, Self
 
 READY_LINE: Final = re.compile(r"MCP endpoint: (?P<url>http://\S+/mcp)")
+SANDBOX_READY_LINE: Final = re.compile(r"Payment sandbox: (?P<url>http://[^\s/]+)")
 # A deadline, not a wait: the ready line usually comes within 1-2 s, but a fresh virtualenv
 # has no bytecode (uv compiles none), so a first spawn compiles every module, and on a shared
 # 2-core box under load that took more than 20 s.
 DEFAULT_START_SECONDS: Final = 60.0
 DEFAULT_STOP_SECONDS: Final = 15.0
 SERVE_COMMAND: Final = (sys.executable, "-m", "expert_booking", "serve")
+SANDBOX_COMMAND: Final = (sys.executable, "-m", "expert_booking", "payment-sandbox")
 _PR_SET_PDEATHSIG: Final = 1
 
 
@@ -60,6 +62,8 @@ class ServerProcess:
         preexec: Callable[[], None] | None = None,
         die_with_parent: bool = False,
         keep_stderr: bool = True,
+        db_flag: bool = True,
+        ready_line: re.Pattern[str] = READY_LINE,
     ) -> None:
         """Configure (not start) the process.
 
@@ -75,12 +79,18 @@ class ServerProcess:
                 ends, so a test runner killed by a timeout leaves no server behind.
             keep_stderr: ``False`` keeps only the lines up to the ready line and drains the
                 rest in large chunks (a benchmark must not spend its CPU on the server's log).
+            db_flag: ``False`` for a command without ``--db`` (``proxy``, ``stdio``): only
+                ``--host 127.0.0.1 --port 0`` follow it, and no database is made.
+            ready_line: the readiness line; its group ``url`` becomes :attr:`url`
+                (:data:`SANDBOX_READY_LINE` for ``payment-sandbox``).
         """
         self._command = tuple(SERVE_COMMAND if command is None else command)
         self._cwd = cwd
         self._preexec = preexec
         self._die_with_parent = die_with_parent
         self._keep_stderr = keep_stderr
+        self._db_flag = db_flag
+        self._ready_pattern = ready_line
         self._env = dict(os.environ if env is None else env)
         self._own_dir: Path | None = None
         self._db_path = db_path
@@ -137,9 +147,10 @@ class ServerProcess:
         if self._db_path is None:
             self._own_dir = Path(tempfile.mkdtemp(prefix="expert-booking-"))
             self._db_path = self._own_dir / "expert-booking.db"
+        database = ("--db", str(self._db_path)) if self._db_flag else ()
         command = [
             *self._command,
-            *("--host", "127.0.0.1", "--port", "0", "--db", str(self._db_path)),
+            *("--host", "127.0.0.1", "--port", "0", *database),
             *self._extra_args,
         ]
         prepare = self._prepare_child if self._die_with_parent or self._preexec else None
@@ -186,7 +197,7 @@ class ServerProcess:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             with self._changed:
                 self.stderr_lines.append(line)
-                if self._ready_url is None and (match := READY_LINE.search(line)):
+                if self._ready_url is None and (match := self._ready_pattern.search(line)):
                     self._ready_url = match["url"]
                 self._changed.notify_all()
             if self._ready_url is not None and not self._keep_stderr:

@@ -1,10 +1,11 @@
-"""Loopback reverse proxy that puts the project's client timestamp on every request.
+"""``expert-booking-mcp proxy``: a reverse proxy that stamps the client timestamp on every request.
 
-Third-party MCP clients (the official conformance suite among them) do not send
+Third-party MCP clients (MCP Inspector, the official conformance suite) do not send
 ``x-mcp-client-sent-at``, which the server requires (CONTRACT section 2). This proxy sits between
 such a client and the real server and forwards each request through an ``httpx2.AsyncClient``
 whose transport is :class:`expert_booking.client.ClientSentAtTransport`, so the stamp is applied
-exactly as the project's own clients apply it. The proxy has no timestamp logic of its own.
+exactly as the project's own clients apply it. The proxy has no timestamp logic of its own; the
+time it stamps is the proxy's send time, so the ordering a client can check starts at the proxy.
 
 Everything else passes through untouched: method, raw path, query string, body and every request
 header in order, including ``Host`` and ``Origin`` (so DNS-rebinding checks still test the
@@ -14,17 +15,16 @@ part of the value; the HTTP/1.1 client library refuses to send it). A server's o
 such whitespace therefore has to be probed directly, not through this proxy. The
 response streams back with its status and headers; uvicorn adds no ``date``/``server`` header.
 
-Usage::
+Usage (the conformance harness and the tests run the same class in a thread)::
 
     with StampingProxy.running("http://127.0.0.1:3000/mcp") as proxy:
         print(proxy.url)            # http://127.0.0.1:<port>/mcp, same path as the upstream
 
-    python -m harness.stamping_proxy http://127.0.0.1:3000/mcp [--port 3001]
+    expert-booking-mcp proxy --upstream http://127.0.0.1:3000/mcp [--host H] [--port 3001]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import socket
@@ -36,15 +36,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import uvicorn
+from starlette.types import Receive, Scope, Send
 
 from expert_booking.client import ClientSentAtTransport
 
 __all__ = ("ProxyApp", "StampingProxy", "ThreadedServer")
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Any]
-Send = Callable[[Message], Any]
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -148,7 +144,8 @@ class ProxyApp:
             headers=headers,  # Host and Origin included, exactly as received
             content=body or None,  # no body: no Content-Length is invented for GET/DELETE
         )
-        assert self._client is not None, "lifespan startup did not run"
+        if self._client is None:
+            raise RuntimeError("lifespan startup did not run")
         try:
             response = await self._client.send(request, stream=True)
         except httpx2.HTTPError as exc:
@@ -291,12 +288,9 @@ class StampingProxy:
 
     def __init__(self, upstream_url: str, *, host: str = "127.0.0.1", port: int = 0) -> None:
         """Prepare a proxy for ``upstream_url`` (e.g. ``http://127.0.0.1:3000/mcp``)."""
-        parts = urlsplit(upstream_url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"upstream must be an http:// URL, got {upstream_url!r}")
+        origin, self._path = split_upstream(upstream_url)
         self.upstream_url = upstream_url
-        self.app = ProxyApp(urlunsplit((parts.scheme, parts.netloc, "", "", "")))
-        self._path = urlunsplit(("", "", parts.path, parts.query, ""))
+        self.app = ProxyApp(origin)
         self._server = ThreadedServer(self.app, host=host, port=port)
         self.url = ""
         """``http://host:port<upstream path>`` once started."""
@@ -324,19 +318,36 @@ class StampingProxy:
             proxy.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the proxy in the foreground until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m harness.stamping_proxy")
-    parser.add_argument("upstream", help="the server's MCP URL, e.g. http://127.0.0.1:3000/mcp")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args(argv)
-    with StampingProxy.running(args.upstream, port=args.port) as proxy:
-        print(f"stamping proxy: {proxy.url} -> {args.upstream}", file=sys.stderr, flush=True)
-        stop = threading.Event()
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.wait()
-    return 0
+def split_upstream(upstream_url: str) -> tuple[str, str]:
+    """``http://host:port/path`` → (``http://host:port``, ``/path``).
+
+    Raises:
+        ValueError: not an ``http://`` URL with a host.
+    """
+    parts = urlsplit(upstream_url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"upstream must be an http:// URL, got {upstream_url!r}")
+    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    return origin, urlunsplit(("", "", parts.path, parts.query, ""))
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def run(upstream_url: str, host: str, port: int) -> int:
+    """``expert-booking-mcp proxy``: serve the proxy in the foreground until SIGTERM/SIGINT.
+
+    The ready line is ``MCP endpoint: http://HOST:PORT/<upstream path> (stamping proxy for
+    UPSTREAM)`` on stderr. A bad upstream URL or a busy port is one line and status 2 / 3.
+    """
+    from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
+
+    try:
+        origin, path = split_upstream(upstream_url)
+    except ValueError as exc:
+        sys.stderr.write(f"expert-booking-mcp proxy: {exc}\n")
+        return 2
+    ready = "MCP endpoint: {base}" + path.replace("{", "{{").replace("}", "}}")
+    ready += f" (stamping proxy for {upstream_url})".replace("{", "{{").replace("}", "}}")
+    try:
+        return serve(ProxyApp(origin), host, port, ready_line=ready)
+    except ListenError as exc:
+        sys.stderr.write(f"expert-booking-mcp proxy: {exc}\n")
+        return 3

@@ -1,0 +1,235 @@
+"""The sandbox's HTTP surface (Litestar) and its command, ``expert-booking-mcp payment-sandbox``.
+
+- ``GET /payments/{bookingId}``: the contract's payment answer (CONTRACT section 4); 404 for
+  an unknown booking.
+- ``GET /pay/{bookingId}``: the payment page (booking, expert, time, amount, currency, status).
+- ``POST /pay/{bookingId}``: form field ``action`` = ``pay`` / ``fail`` / ``close``; 303 back.
+- ``GET /mailbox``: the mailbox page; ``Accept: application/json`` gives ``{"messages": [...]}``
+  (the ledger's mailbox entries, newest first).
+
+Only loopback: the command refuses another bind address, every request must name a loopback
+``Host`` (421 otherwise) and a form post with an ``Origin`` must come from the sandbox itself
+(403 otherwise), so a web page elsewhere cannot pay for the user.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+from litestar import Litestar, Request, get, post
+from litestar.datastructures import State
+from litestar.params import FromPath
+from litestar.response import Redirect, Response
+from starlette.types import Receive, Scope, Send
+
+from expert_booking.adapters.clock import SystemClock
+from expert_booking.domain.model import format_instant
+from expert_booking.ports import Clock
+from expert_booking.sandbox import pages
+from expert_booking.sandbox.bookings import BookingReader
+from expert_booking.sandbox.ledger import Ledger, LedgerError, PaymentAlreadyFinalError
+from expert_booking.settings import is_loopback_host
+
+RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
+SANDBOX_HEADER: Final = "x-payment-sandbox"
+ACTIONS: Final = {"pay": "PAID", "fail": "FAILED", "close": "CLOSED"}
+_HTML: Final = "text/html; charset=utf-8"
+
+
+def default_ledger_path(db_path: Path) -> Path:
+    """``expert-booking.db`` → ``expert-booking.payments.json`` beside it."""
+    return db_path.with_name(f"{db_path.stem}.payments.json")
+
+
+class _LoopbackGate:
+    """ASGI wrapper: loopback ``Host`` only (421), same-origin form posts only (403)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {
+                name.decode("latin-1").lower(): value.decode("latin-1")
+                for name, value in scope["headers"]
+            }
+            host = headers.get("host", "")
+            hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            refusal: tuple[int, bytes] | None = None
+            if not is_loopback_host(hostname):
+                refusal = (421, b"SANDBOX: only loopback Host names are served")
+            elif scope["method"] == "POST" and headers.get("origin", f"http://{host}") != (
+                f"http://{host}"
+            ):
+                refusal = (403, b"SANDBOX: form posts must come from the sandbox's own pages")
+            if refusal is not None:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": refusal[0],
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": refusal[1]})
+                return
+        await self._app(scope, receive, send)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sandbox:
+    """What the handlers share (Litestar hands it to them as ``state.sandbox``)."""
+
+    reader: BookingReader
+    ledger: Ledger
+    clock: Clock
+
+    def headers(self) -> dict[str, str]:
+        return {RESPONDED_AT_HEADER: format_instant(self.clock.now()), SANDBOX_HEADER: "1"}
+
+    def html(self, text: str, language: str, status: int = 200) -> Response[str]:
+        extra = {**self.headers(), "content-language": language, "cache-control": "no-store"}
+        return Response(text, status_code=status, media_type=_HTML, headers=extra)
+
+    def not_found(self, language: str, booking_id: str) -> Response[str]:
+        page = pages.not_found_page(language, booking_id, str(self.reader.db_path))
+        return self.html(page, language, 404)
+
+
+def _sandbox(state: State) -> _Sandbox:
+    sandbox: _Sandbox = state.sandbox
+    return sandbox
+
+
+def _language(request: Request[Any, Any, State]) -> str:
+    return pages.negotiate(request.headers.get("accept-language"))
+
+
+@get("/payments/{booking_id:str}")
+async def payment_answer(booking_id: FromPath[str], state: State) -> Response[Any]:
+    """The contract's payment answer for one booking (PENDING until the page changed it)."""
+    sandbox = _sandbox(state)
+    booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
+    if booking is None:
+        body: dict[str, Any] = {"error": "payment not found", "bookingId": booking_id}
+        return Response(body, status_code=404, headers=sandbox.headers())
+    payment = sandbox.ledger.payment(booking_id)
+    answer = {
+        "bookingId": booking.booking_id,
+        "status": payment.status,
+        "amount": booking.amount,
+        "currency": booking.currency,
+        "paidAt": payment.paid_at,
+    }
+    return Response(answer, headers=sandbox.headers())
+
+
+@get("/pay/{booking_id:str}")
+async def payment_page(
+    booking_id: FromPath[str], request: Request[Any, Any, State], state: State
+) -> Response[str]:
+    """The payment page; ``?changed=1`` / ``?already=1`` add the sentence about the last post."""
+    sandbox, language = _sandbox(state), _language(request)
+    booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
+    if booking is None:
+        return sandbox.not_found(language, booking_id)
+    payment = sandbox.ledger.payment(booking_id)
+    notice = None
+    if request.query_params.get("changed"):
+        notice = pages.result_notice(language, payment)
+    elif request.query_params.get("already"):
+        notice = pages.already_final_notice(language, payment.status)
+    return sandbox.html(pages.payment_page(language, booking, payment, notice), language)
+
+
+@post("/pay/{booking_id:str}", status_code=303)
+async def change_payment(
+    booking_id: FromPath[str], request: Request[Any, Any, State], state: State
+) -> Response[Any]:
+    """Pay / Fail / Close (form field ``action``), then 303 back to the page."""
+    sandbox = _sandbox(state)
+    form = await request.form()
+    status = ACTIONS.get(str(form.get("action", "")))
+    booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
+    if booking is None:
+        return sandbox.not_found(_language(request), booking_id)
+    if status is None:
+        return Response("unknown action: use pay, fail or close", status_code=400)
+    at = format_instant(sandbox.clock.now())
+    try:
+        await anyio.to_thread.run_sync(
+            partial(
+                sandbox.ledger.settle,
+                booking_id,
+                status,
+                at=at,
+                amount=booking.amount,
+                currency=booking.currency,
+            )
+        )
+    except PaymentAlreadyFinalError:
+        return Redirect(f"/pay/{booking_id}?already=1", status_code=303)
+    return Redirect(f"/pay/{booking_id}?changed=1", status_code=303)
+
+
+@get("/mailbox")
+async def mailbox(request: Request[Any, Any, State], state: State) -> Response[Any]:
+    """The mailbox page, or ``{"messages": [...]}`` for ``Accept: application/json``."""
+    sandbox = _sandbox(state)
+    messages = sandbox.ledger.mailbox()
+    if "application/json" in request.headers.get("accept", ""):
+        return Response({"messages": messages}, headers=sandbox.headers())
+    language = _language(request)
+    return sandbox.html(pages.mailbox_page(language, messages), language)
+
+
+@get("/")
+async def index() -> Redirect:
+    """The root leads to the mailbox."""
+    return Redirect("/mailbox", status_code=303)
+
+
+def build_sandbox_app(db_path: Path, ledger: Ledger, *, clock: Clock | None = None) -> Any:
+    """The sandbox as an ASGI app reading ``db_path`` and writing ``ledger``."""
+    sandbox = _Sandbox(BookingReader(db_path), ledger, clock or SystemClock())
+    app = Litestar(
+        route_handlers=[payment_answer, payment_page, change_payment, mailbox, index],
+        state=State({"sandbox": sandbox}),
+        debug=False,
+        logging_config=None,
+        openapi_config=None,
+    )
+    return _LoopbackGate(app)
+
+
+def run(host: str, port: int, db_path: Path, ledger_path: Path | None) -> int:
+    """``expert-booking-mcp payment-sandbox``: serve until SIGTERM/SIGINT.
+
+    The ready line is ``Payment sandbox: http://HOST:PORT (SANDBOX ...)`` on stderr. A non-loopback
+    ``host`` or an unreadable ledger is one line and status 2; a busy port status 3.
+    """
+    from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
+
+    prefix = "expert-booking-mcp payment-sandbox"
+    if not is_loopback_host(host):
+        sys.stderr.write(f"{prefix}: --host must be a loopback address, got {host!r}\n")
+        return 2
+    try:
+        ledger = Ledger(ledger_path or default_ledger_path(db_path))
+    except LedgerError as exc:
+        sys.stderr.write(f"{prefix}: {exc}\n")
+        return 2
+    files = f"bookings read from {db_path}, ledger {ledger.path}".replace("{", "{{")
+    ready = (
+        "Payment sandbox: {base} (SANDBOX: simulated payments; pages at {base}/pay/<bookingId>, "
+        "mailbox at {base}/mailbox; " + files.replace("}", "}}") + ")"
+    )
+    try:
+        return serve(build_sandbox_app(db_path, ledger), host, port, ready_line=ready)
+    except ListenError as exc:
+        sys.stderr.write(f"{prefix}: {exc}\n")
+        return 3

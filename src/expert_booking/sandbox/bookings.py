@@ -1,0 +1,58 @@
+"""The sandbox's read-only view of a booking, from the server's SQLite file.
+
+``paymentPageUrl`` carries only the booking id (seed 000), so the sandbox learns the booking the
+way a merchant's checkout knows its orders: it reads it from the database ``serve`` writes,
+opened with ``mode=ro`` (SQLite refuses every write on such a connection). A missing file or an
+unknown id is simply "no such booking": the sandbox may start before the server.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+_BOOKING_SQL: Final = """
+SELECT b.booking_id, b.status, b.starts_at, b.ends_at, b.expires_at,
+       b.payment_amount, b.payment_currency, e.name, e.specialty
+FROM bookings AS b JOIN experts AS e ON e.expert_id = b.expert_id
+WHERE b.booking_id = ?
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class BookingView:
+    """What the payment page and the payment answer need of one booking."""
+
+    booking_id: str
+    status: str
+    starts_at: str
+    ends_at: str
+    expires_at: str
+    amount: str
+    currency: str
+    expert_name: str
+    specialty: str
+
+
+class BookingReader:
+    """Reads bookings from the server's SQLite file, never writing to it."""
+
+    def __init__(self, db_path: Path) -> None:
+        """Read from ``db_path`` (the file ``serve --db`` uses); it need not exist yet."""
+        self.db_path = db_path
+
+    def find(self, booking_id: str) -> BookingView | None:
+        """The booking, or ``None`` when the file or the booking does not exist."""
+        if not self.db_path.is_file():
+            return None
+        uri = f"{self.db_path.resolve().as_uri()}?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=5.0)
+        try:
+            row = connection.execute(_BOOKING_SQL, (booking_id,)).fetchone()
+        except sqlite3.OperationalError:
+            return None  # not (yet) a migrated booking database
+        finally:
+            connection.close()
+        return None if row is None else BookingView(*row)

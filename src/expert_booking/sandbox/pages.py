@@ -1,0 +1,213 @@
+"""The sandbox's server-rendered pages (English, Chinese, German by ``Accept-Language``).
+
+Plain HTML built from escaped strings (no template engine: three small pages), no script, one
+form per page. Every page says SANDBOX in its title and in a banner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from html import escape
+from typing import Any, Final
+
+from expert_booking.sandbox.bookings import BookingView
+from expert_booking.sandbox.ledger import PENDING, Payment
+
+LANGUAGES: Final = ("en", "zh", "de")
+DEFAULT_LANGUAGE: Final = "en"
+
+TEXT: Final[Mapping[str, Mapping[str, str]]] = {
+    "en": {
+        "banner": "SANDBOX: simulated payments, no money moves",
+        "payment": "Payment",
+        "booking": "Booking",
+        "expert": "Expert",
+        "time": "Time",
+        "amount": "Amount",
+        "status": "Payment status",
+        "hold": "Booking status",
+        "pay": "Pay",
+        "fail": "Fail",
+        "close": "Close",
+        "result": "The payment is now {status}.",
+        "already": "This payment is already {status}; it cannot change again.",
+        "paid_next": "Go back to your assistant: it can now confirm the booking.",
+        "not_found": "No booking {booking} in {db}. Is serve using the same database (--db)?",
+        "mailbox": "Mailbox",
+        "empty": "No messages yet.",
+        "event": "Event",
+        "PENDING": "pending",
+        "PAID": "paid",
+        "FAILED": "failed",
+        "CLOSED": "closed",
+    },
+    "zh": {
+        "banner": "SANDBOX 沙盒：模拟支付，不会真实扣款",
+        "payment": "支付",
+        "booking": "预订",
+        "expert": "专家",
+        "time": "时间",
+        "amount": "金额",
+        "status": "支付状态",
+        "hold": "预订状态",
+        "pay": "支付",
+        "fail": "支付失败",
+        "close": "关闭",
+        "result": "支付状态现为：{status}。",
+        "already": "此笔支付已是 {status}，不能再更改。",
+        "paid_next": "请回到您的助手：现在可以确认预订了。",
+        "not_found": "{db} 中没有预订 {booking}。serve 是否使用同一个数据库（--db）？",
+        "mailbox": "消息箱",
+        "empty": "暂无消息。",
+        "event": "事件",
+        "PENDING": "待支付",
+        "PAID": "已支付",
+        "FAILED": "支付失败",
+        "CLOSED": "已关闭",
+    },
+    "de": {
+        "banner": "SANDBOX: simulierte Zahlungen, es fließt kein Geld",
+        "payment": "Zahlung",
+        "booking": "Buchung",
+        "expert": "Expertin/Experte",
+        "time": "Zeit",
+        "amount": "Betrag",
+        "status": "Zahlungsstatus",
+        "hold": "Buchungsstatus",
+        "pay": "Bezahlen",
+        "fail": "Fehlschlagen lassen",
+        "close": "Schließen",
+        "result": "Die Zahlung ist jetzt {status}.",
+        "already": "Diese Zahlung ist bereits {status} und kann sich nicht mehr ändern.",
+        "paid_next": "Zurück zu Ihrem Assistenten: Er kann die Buchung jetzt bestätigen.",
+        "not_found": "Keine Buchung {booking} in {db}. Nutzt serve dieselbe Datenbank (--db)?",
+        "mailbox": "Postfach",
+        "empty": "Noch keine Nachrichten.",
+        "event": "Ereignis",
+        "PENDING": "ausstehend",
+        "PAID": "bezahlt",
+        "FAILED": "fehlgeschlagen",
+        "CLOSED": "geschlossen",
+    },
+}
+
+_STYLE: Final = (
+    "body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}"
+    ".sandbox{background:#ffd54f;color:#000;font-weight:700;padding:.5rem 1rem;"
+    "border:3px dashed #000;text-align:center}"
+    "dt{font-weight:600;margin-top:.5rem}dd{margin:0}"
+    "button{font-size:1rem;margin:1rem .5rem 0 0;padding:.5rem 1.2rem}"
+    ".notice{border-left:4px solid #1976d2;padding:.5rem 1rem;background:#e3f2fd}"
+    "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;"
+    "padding:.3rem;text-align:left}"
+)
+
+
+def negotiate(accept_language: str | None) -> str:
+    """The best of :data:`LANGUAGES` for an ``Accept-Language`` value (RFC 9110 q-values)."""
+    ranked: list[tuple[float, int, str]] = []
+    for position, item in enumerate((accept_language or "").split(",")):
+        tag, _, parameters = item.strip().partition(";")
+        quality = 1.0
+        name, _, value = parameters.strip().partition("=")
+        if name.strip() == "q":
+            try:
+                quality = float(value)
+            except ValueError:
+                continue
+        primary = tag.strip().lower().split("-")[0]
+        if primary in LANGUAGES and quality > 0:
+            ranked.append((-quality, position, primary))
+    return min(ranked)[2] if ranked else DEFAULT_LANGUAGE
+
+
+def _page(language: str, title: str, body: str) -> str:
+    text = TEXT[language]
+    return (
+        f'<!doctype html><html lang="{language}"><head><meta charset="utf-8">'
+        f"<title>SANDBOX · {escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f'<p class="sandbox" role="status">{escape(text["banner"])}</p>{body}</body></html>'
+    )
+
+
+def status_word(language: str, status: str) -> str:
+    """The localized name of a payment status (the code itself when unknown)."""
+    return TEXT[language].get(status, status)
+
+
+def payment_page(
+    language: str, booking: BookingView, payment: Payment, notice: str | None = None
+) -> str:
+    """The payment page of one booking: details, status, and Pay / Fail / Close while PENDING."""
+    text = TEXT[language]
+    rows = [
+        (text["booking"], booking.booking_id),
+        (text["expert"], f"{booking.expert_name} ({booking.specialty})"),
+        (text["time"], f"{booking.starts_at} – {booking.ends_at} (UTC)"),
+        (text["amount"], f"{booking.amount} {booking.currency}"),
+        (text["hold"], booking.status),
+    ]
+    details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    status = status_word(language, payment.status)
+    body = [
+        f"<h1>{escape(text['payment'])}</h1>",
+        f"<dl>{details}</dl>",
+        (
+            f'<p>{escape(text["status"])}: <strong id="payment-status" '
+            f'data-status="{payment.status}">{escape(status)}</strong></p>'
+        ),
+    ]
+    if notice:
+        body.append(f'<p class="notice" id="notice">{escape(notice)}</p>')
+    if payment.status == PENDING:
+        buttons = "".join(
+            f'<button type="submit" name="action" value="{action}" id="{action}">'
+            f"{escape(text[action])}</button>"
+            for action in ("pay", "fail", "close")
+        )
+        action_url = f"/pay/{escape(booking.booking_id)}"
+        body.append(f'<form method="post" action="{action_url}">{buttons}</form>')
+    return _page(language, f"{text['payment']} {booking.booking_id}", "".join(body))
+
+
+def result_notice(language: str, payment: Payment) -> str:
+    """The sentence shown after a change."""
+    text = TEXT[language]
+    notice = text["result"].format(status=status_word(language, payment.status))
+    return f"{notice} {text['paid_next']}" if payment.status == "PAID" else notice
+
+
+def already_final_notice(language: str, status: str) -> str:
+    """The sentence shown when a final payment was asked to change."""
+    return TEXT[language]["already"].format(status=status_word(language, status))
+
+
+def not_found_page(language: str, booking_id: str, db_path: str) -> str:
+    """The page for an id the server's database does not hold."""
+    text = TEXT[language]
+    message = text["not_found"].format(booking=booking_id, db=db_path)
+    return _page(
+        language, text["payment"], f"<h1>{escape(text['payment'])}</h1><p>{escape(message)}</p>"
+    )
+
+
+def mailbox_page(language: str, messages: Iterable[Mapping[str, Any]]) -> str:
+    """The mailbox: one row per message, newest first."""
+    text = TEXT[language]
+    rows = "".join(
+        "<tr>"
+        f"<td>{escape(str(m['at']))}</td>"
+        f'<td><a href="/pay/{escape(str(m["bookingId"]))}">{escape(str(m["bookingId"]))}</a></td>'
+        f"<td>{escape(str(m['kind']))}</td>"
+        f"<td>{escape(str(m.get('amount', '')))} {escape(str(m.get('currency', '')))}</td>"
+        "</tr>"
+        for m in messages
+    )
+    heads = (text["time"], text["booking"], text["event"], text["amount"])
+    header = "".join(f"<th>{escape(h)}</th>" for h in heads)
+    table = (
+        f'<table id="mailbox"><tr>{header}</tr>{rows}</table>'
+        if rows
+        else f"<p>{escape(text['empty'])}</p>"
+    )
+    return _page(language, text["mailbox"], f"<h1>{escape(text['mailbox'])}</h1>{table}")

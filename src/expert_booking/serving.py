@@ -1,0 +1,151 @@
+"""How every HTTP command of the CLI serves an ASGI app: bind first, then uvicorn, a ready line.
+
+``serve``, ``proxy`` and ``payment-sandbox`` (and the harness's clock-controlled and floor
+servers) all run through :func:`serve`, so they share one way of binding, logging, shutting
+down and announcing readiness.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import logging
+import resource
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import TYPE_CHECKING, Final
+
+import uvicorn
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from expert_booking.edge.observability import JsonLinesHandler
+    from expert_booking.settings import Settings
+
+GRACEFUL_SHUTDOWN_SECONDS: Final = 10
+_ready_logger = logging.getLogger("expert_booking.server")
+
+
+class ListenError(OSError):
+    """The address cannot be bound (in use, not local, not permitted); the message says which."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0: a free port), bound the way uvicorn binds.
+
+    Binding happens before anything else is built, so a busy port is refused before a database
+    is created or touched.
+
+    Raises:
+        ListenError: the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    address = host.strip("[]")
+    try:
+        return socket.create_server((address, port), family=family, backlog=2048)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ListenError(f"cannot listen on {host}:{port}: {reason}") from exc
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that prints the ready line once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, ready_line: str) -> None:
+        super().__init__(config)
+        self._ready_line = ready_line
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.started:
+            return
+        bound = self.servers[0].sockets[0].getsockname()
+        host = self.config.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        # The heap built while importing and wiring is long-lived: keep gen-2 passes off it
+        # (perf-floor section 3.2: c=16 p99 67 ms -> 13 ms). No gc.collect() first: it costs
+        # 70-100 ms of cold start and finds about ten unreachable objects here. For the same
+        # reason ``expert-booking-mcp serve`` starts with the collector off; it runs from here.
+        gc.freeze()
+        gc.enable()
+        # A JSON line like every other stderr line (written at the end of this loop iteration).
+        _ready_logger.info(self._ready_line.format(base=f"http://{host}:{bound[1]}"))
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    """End the process with status 0 on SIGTERM/SIGINT outside uvicorn's own handling.
+
+    That is before serving starts, and when uvicorn re-raises the signal after its graceful
+    shutdown (it restores the previous handler, this one, and raises the signal again).
+    """
+    del signum, frame
+    raise SystemExit(0)
+
+
+def exit_cleanly_on_signals() -> None:
+    """SIGTERM and SIGINT end the process with status 0 (see :func:`_exit_cleanly`)."""
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    signal.signal(signal.SIGINT, _exit_cleanly)
+
+
+def serve(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    *,
+    sock: socket.socket | None = None,
+    log_handler: JsonLinesHandler | None = None,
+    ready_line: str = "MCP endpoint: {base}/mcp",
+    warnings: Sequence[str] = (),
+    limits: Settings | None = None,
+) -> int:
+    """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until SIGTERM/SIGINT; 0.
+
+    uvloop when installed, uvicorn's httptools protocol with the ``HTTP_*`` bounds of
+    ``limits`` (default settings) (:class:`~expert_booking.edge.http_limits.BoundedHttpProtocol`),
+    no access log, a graceful shutdown of ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON logging of
+    :func:`configure_logging` on stderr for every logger, uvicorn's and the SDK's included
+    (``log_handler``, when the app was given it for its action lines), ``gc.freeze()`` and the
+    collector on after startup, and ``ready_line`` (``{base}`` is ``http://HOST:PORT`` with the
+    bound port) on stderr once connections are accepted, after ``warnings`` (each one
+    WARNING record of logger ``expert_booking.serve``). A signal ends the process with status 0.
+
+    Raises:
+        ListenError: ``sock`` was not given and ``host:port`` cannot be bound.
+    """
+    exit_cleanly_on_signals()
+    from expert_booking.edge.http_limits import BoundedHttpProtocol, HttpLimits  # noqa: PLC0415
+    from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+    from expert_booking.settings import Settings  # noqa: PLC0415
+
+    bound = sock if sock is not None else listen(host, port)
+    bounds = limits if limits is not None else Settings()
+    # Before uvicorn.Config, which sets uvicorn's logger levels (log_config=None: no handlers
+    # of its own, so its records reach the JSON handler on the root logger).
+    configure_logging(log_handler or sys.stderr, every_logger=True)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=bound.getsockname()[1],
+        loop="uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio",
+        http=BoundedHttpProtocol.bound(
+            HttpLimits.from_settings(bounds, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        ),
+        lifespan="on",
+        access_log=False,
+        log_config=None,
+        log_level="warning",
+        timeout_keep_alive=bounds.http_keep_alive_seconds,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+    for warning in warnings:
+        logging.getLogger("expert_booking.serve").warning(warning)
+    # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,
+    # run the lifespan shutdown (closing the store and HTTP clients), then return here.
+    _AnnouncingServer(config, ready_line).run(sockets=[bound])
+    return 0

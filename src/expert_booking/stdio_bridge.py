@@ -1,0 +1,243 @@
+"""``expert-booking-mcp stdio --url URL``: the server for hosts that only start a command.
+
+Desktop hosts configured with a command speak MCP over stdin/stdout, most of them still the
+2025-11-25 ``initialize`` lifecycle. The bridge reads their JSON-RPC messages (one per line),
+and relays each request to the HTTP server as a 2026-07-28 request: the ``_meta`` envelope
+(protocol version, the capabilities and client info the host declared at ``initialize``) is
+added when the host did not send one, the routing headers (``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name``) are set as the SDK sets them, and the client time is stamped at the
+real send boundary by the project's client adapter (:class:`ClientSentAtTransport`). The
+server's answer, result or error, is written back unchanged, envelopes included.
+
+Answered locally, because 2026-07-28 has no counterpart: ``initialize`` (from the server's
+``server/discover``: its capabilities, server info and instructions), ``ping`` and
+``logging/setLevel`` (empty results) and every notification from the host
+(``notifications/initialized`` above all; the 2026 HTTP wire carries none from the client). A
+server that cannot be reached gets a JSON-RPC error naming the URL and the cause; a server's own
+refusal is passed through as it came.
+
+The bridge stamps on the host's behalf, so the timestamp ordering it lets a host check starts at
+the bridge, not at the host (NOTES.md). Messages are framed by hand (one JSON text per line, as
+the stdio transport defines) rather than through the SDK's stdio server, which would parse them
+into models and re-serialize them: results must reach the host byte for byte as the server meant.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import httpx2
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    NAME_BEARING_METHODS,
+    encode_header_value,
+)
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+)
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION,
+)
+
+from expert_booking.client import DEFAULT_TIMEOUT, ClientSentAtTransport
+
+PROG: Final = "expert-booking-mcp stdio"
+UNREACHABLE: Final = -32603
+"""JSON-RPC "internal error": the bridge could not get an answer from the server."""
+LOCAL_EMPTY_RESULTS: Final = frozenset({"ping", "logging/setLevel"})
+
+Message = dict[str, Any]
+Post = Callable[[Message, dict[str, str]], Awaitable[httpx2.Response]]
+
+
+class BridgeError(Exception):
+    """The server gave no JSON-RPC answer; ``message`` is what the host is told."""
+
+
+def _error(request_id: Any, code: int, message: str, data: Any = None) -> Message:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _not_a_request(message: Any) -> Message | None:
+    """Answers from the host are dropped (the bridge asks nothing); anything else is invalid."""
+    if isinstance(message, dict) and ("result" in message or "error" in message):
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return _error(request_id, -32600, "Invalid Request: one JSON-RPC message per line")
+
+
+@dataclass
+class Bridge:
+    """The relay's state: what the host declared at ``initialize``, and how to post upstream."""
+
+    url: str
+    post: Post
+    client_info: dict[str, Any] | None = None
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+
+    async def handle(self, message: Any) -> Message | None:
+        """The answer to one message from the host (``None``: nothing to write)."""
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return _not_a_request(message)
+        method: str = message["method"]
+        if "id" not in message:
+            return None  # notifications: none has a 2026-07-28 HTTP counterpart
+        request_id = message["id"]
+        if method == "initialize":
+            return await self._initialize(request_id, message.get("params") or {})
+        if method in LOCAL_EMPTY_RESULTS:
+            return {"jsonrpc": "2.0", "id": request_id, "result": {}}
+        try:
+            return await self._relay(message)
+        except BridgeError as exc:
+            return _error(request_id, UNREACHABLE, str(exc), {"url": self.url})
+
+    async def _initialize(self, request_id: Any, params: dict[str, Any]) -> Message:
+        """The 2025-era handshake, answered from the server's ``server/discover``."""
+        info = params.get("clientInfo")
+        self.client_info = info if isinstance(info, dict) else None
+        capabilities = params.get("capabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        discover = {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": {}}
+        try:
+            answer = await self._relay(discover)
+        except BridgeError as exc:
+            return _error(request_id, UNREACHABLE, str(exc), {"url": self.url})
+        if "result" not in answer:
+            return answer
+        found = answer["result"]
+        server_info = (found.get("_meta") or {}).get(SERVER_INFO_META_KEY)
+        requested = params.get("protocolVersion")
+        version = (
+            requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+        )
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": found.get("capabilities", {}),
+            "serverInfo": server_info or {"name": "expert-booking-mcp", "version": "unknown"},
+        }
+        if found.get("instructions") is not None:
+            result["instructions"] = found["instructions"]
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _enveloped(self, message: Message) -> Message:
+        """``message`` with the 2026 ``_meta`` envelope, unless the host sent its own."""
+        params = dict(message.get("params") or {})
+        meta = dict(params.get("_meta") or {})
+        if PROTOCOL_VERSION_META_KEY not in meta:
+            meta[PROTOCOL_VERSION_META_KEY] = LATEST_MODERN_VERSION
+            meta.setdefault(CLIENT_CAPABILITIES_META_KEY, self.client_capabilities)
+            if self.client_info is not None:
+                meta.setdefault(CLIENT_INFO_META_KEY, self.client_info)
+        params["_meta"] = meta
+        return {**message, "params": params}
+
+    async def _relay(self, message: Message) -> Message:
+        """POST one request to the server and return its JSON-RPC answer as it came.
+
+        Raises:
+            BridgeError: no connection, or an answer that is not a JSON-RPC message.
+        """
+        body = self._enveloped(message)
+        method = body["method"]
+        headers = {
+            MCP_PROTOCOL_VERSION_HEADER: body["params"]["_meta"][PROTOCOL_VERSION_META_KEY],
+            MCP_METHOD_HEADER: method,
+        }
+        name_key = NAME_BEARING_METHODS.get(method)
+        if name_key is not None and isinstance(name := body["params"].get(name_key), str):
+            headers[MCP_NAME_HEADER] = encode_header_value(name)
+        try:
+            response = await self.post(body, headers)
+        except httpx2.HTTPError as exc:
+            cause = str(exc) or type(exc).__name__
+            raise BridgeError(
+                f"{PROG}: cannot reach the MCP server at {self.url} ({cause}); is "
+                "`expert-booking-mcp serve` running there, and is --url right?"
+            ) from exc
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or not ({"result", "error"} & answer.keys()):
+            text = response.text[:200]
+            raise BridgeError(
+                f"{PROG}: the server at {self.url} answered HTTP {response.status_code} "
+                f"without a JSON-RPC message: {text!r}"
+            )
+        return answer
+
+
+async def serve_stdio(bridge: Bridge) -> None:
+    """Relay host messages from stdin, writing answers to stdout, until stdin closes."""
+    stdin = anyio.wrap_file(sys.stdin.buffer)
+    stdout = anyio.wrap_file(sys.stdout.buffer)
+    writing = anyio.Lock()
+
+    async def answer(message: Any) -> None:
+        reply = await bridge.handle(message)
+        if reply is None:
+            return
+        line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        async with writing:
+            await stdout.write(line)
+            await stdout.flush()
+
+    async with anyio.create_task_group() as tasks:
+        async for raw in stdin:
+            if not raw.strip():
+                continue
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                tasks.start_soon(_write_parse_error, stdout, writing)
+                continue
+            tasks.start_soon(answer, message)
+
+
+async def _write_parse_error(stdout: Any, writing: anyio.Lock) -> None:
+    line = json.dumps(_error(None, -32700, "Parse error: a line was not JSON")).encode() + b"\n"
+    async with writing:
+        await stdout.write(line)
+        await stdout.flush()
+
+
+def run(url: str) -> int:
+    """``expert-booking-mcp stdio``: relay between this process's stdio and ``url``."""
+    if not url.startswith(("http://", "https://")):
+        sys.stderr.write(f"{PROG}: --url must be the server's http(s) MCP URL, got {url!r}\n")
+        return 2
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(
+            transport=ClientSentAtTransport(), timeout=DEFAULT_TIMEOUT, trust_env=False
+        ) as http:
+
+            async def post(body: Message, headers: dict[str, str]) -> httpx2.Response:
+                return await http.post(
+                    url,
+                    json=body,
+                    headers={**headers, "accept": "application/json, text/event-stream"},
+                )
+
+            sys.stderr.write(f"{PROG}: relaying stdio to {url}\n")
+            sys.stderr.flush()
+            await serve_stdio(Bridge(url, post))
+
+    anyio.run(main)
+    return 0

@@ -1,0 +1,118 @@
+"""``expert-booking-mcp stdio``: the official Python client over stdio, in both eras, to the server.
+
+The client starts the bridge as a host would (a command), the bridge relays to a spawned HTTP
+server. A 2025-11-25 host gets ``initialize``, ``ping`` and ``logging/setLevel`` answered by the
+bridge; a 2026-07-28 host probes ``server/discover`` through it. Either way the three tools,
+their schemas, the instructions and the envelopes are the server's own.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import pytest
+from mcp import Client, MCPDeprecationWarning, MCPError, StdioServerParameters
+
+from expert_booking.client import open_client
+from expert_booking.testing.server_process import ServerProcess
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+TOOLS = ["tool_catalog.search", "tool_catalog.read", "tool_catalog.call"]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    with ServerProcess() as running:
+        yield running
+
+
+@asynccontextmanager
+async def over_stdio(url: str, mode: Literal["legacy", "auto"]) -> AsyncIterator[Client]:
+    bridge = StdioServerParameters(
+        command=sys.executable, args=["-m", "expert_booking", "stdio", "--url", url]
+    )
+    with anyio.fail_after(60):
+        async with Client(bridge, mode=mode, cache=None) as client:
+            yield client
+
+
+async def http_view(url: str) -> tuple[list[dict[str, Any]], str | None]:
+    async with open_client(url) as client:
+        listed = await client.list_tools()
+        tools = [tool.model_dump(mode="json", exclude={"meta"}) for tool in listed.tools]
+        return tools, client.instructions
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_stdio_host_sees_the_servers_tools_schemas_and_instructions(
+    server: ServerProcess, mode: Literal["legacy", "auto"]
+) -> None:
+    tools, instructions = await http_view(server.url)
+    async with over_stdio(server.url, mode) as client:
+        expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+        assert client.protocol_version == expected
+        assert client.instructions == instructions
+        assert client.server_info is not None
+        assert client.server_info.name == "expert-booking-mcp"
+        listed = await client.list_tools()
+        assert [tool.name for tool in listed.tools] == TOOLS
+        assert [t.model_dump(mode="json", exclude={"meta"}) for t in listed.tools] == tools
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_stdio_host_books_through_the_bridge_with_stamped_envelopes(
+    server: ServerProcess, mode: Literal["legacy", "auto"]
+) -> None:
+    async with over_stdio(server.url, mode) as client:
+        found = await client.call_tool("tool_catalog.search", {"query": "hold a slot", "limit": 2})
+        envelope = found.structured_content
+        assert envelope is not None
+        assert envelope["ok"] is True
+        assert envelope["data"]["items"][0]["name"] == "booking.hold_slot"
+        meta = envelope["meta"]
+        assert meta["clientSentAt"] <= meta["serverReceivedAt"] <= meta["serverResultCreatedAt"]
+        assert found.meta is not None
+        assert found.meta["clientSentAt"] == meta["clientSentAt"]
+
+        refused = await client.call_tool(
+            "tool_catalog.call",
+            {
+                "name": "booking.get_booking",
+                "arguments": {"bookingId": "booking-unknown"},
+                "requestSpanId": str(uuid.uuid4()),
+            },
+        )
+        assert refused.is_error is True
+        assert refused.structured_content is not None
+        assert refused.structured_content["error"]["code"] == "BOOKING_NOT_FOUND"
+
+
+async def test_the_bridge_answers_ping_and_set_level_for_2025_hosts(server: ServerProcess) -> None:
+    async with over_stdio(server.url, "legacy") as client:
+        with warnings.catch_warnings():
+            # Both are deprecated as of 2026-07-28, which is why the bridge answers them.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.send_ping()
+            await client.set_logging_level("info")
+        assert [tool.name for tool in (await client.list_tools()).tools] == TOOLS
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_stopped_server_is_named_with_its_url(mode: Literal["legacy", "auto"]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    refusal = pytest.RaisesExc(
+        MCPError, match=rf"cannot reach the MCP server at {url} .*`expert-booking-mcp serve`"
+    )
+    with pytest.RaisesGroup(refusal, flatten_subgroups=True, allow_unwrapped=True):
+        async with over_stdio(url, mode):
+            pytest.fail("connected to a stopped server")

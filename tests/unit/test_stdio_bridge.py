@@ -1,0 +1,157 @@
+"""The bridge's relay rules with a fake upstream: envelope, headers, local answers, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+
+from expert_booking.stdio_bridge import Bridge
+
+pytestmark = pytest.mark.anyio
+
+URL = "http://127.0.0.1:3000/mcp"
+
+
+class Upstream:
+    """Records what the bridge posts and answers with a fixed response."""
+
+    def __init__(self, response: httpx2.Response | Exception) -> None:
+        self.response = response
+        self.posted: list[tuple[dict[str, Any], dict[str, str]]] = []
+
+    async def __call__(self, body: dict[str, Any], headers: dict[str, str]) -> httpx2.Response:
+        self.posted.append((body, headers))
+        if isinstance(self.response, Exception):
+            raise self.response
+        return self.response
+
+
+def ok(result: dict[str, Any], request_id: int = 1) -> httpx2.Response:
+    return httpx2.Response(200, json={"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+async def test_a_2025_hosts_request_gets_the_envelope_it_declared_at_initialize() -> None:
+    upstream = Upstream(ok({"capabilities": {"tools": {}}, "_meta": {}}))
+    bridge = Bridge(URL, upstream)
+    capabilities: dict[str, Any] = {"elicitation": {}}
+    await bridge.handle(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": capabilities,
+                "clientInfo": {"name": "desk", "version": "1"},
+            },
+        }
+    )
+    upstream.response = ok({"content": []}, 2)
+    call = {"name": "tool_catalog.search", "arguments": {"query": "x", "limit": 1}}
+    answer = await bridge.handle(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+    )
+    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"content": []}}
+    body, headers = upstream.posted[-1]
+    assert body["params"]["arguments"] == call["arguments"]
+    assert body["params"]["_meta"] == {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "desk", "version": "1"},
+    }
+    assert headers == {
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "tool_catalog.search",
+    }
+
+
+async def test_a_2026_hosts_own_envelope_is_forwarded_untouched() -> None:
+    upstream = Upstream(ok({"tools": []}))
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+        "com.example/note": "kept",
+    }
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    await Bridge(URL, upstream).handle(message)
+    assert upstream.posted[0][0]["params"]["_meta"] == meta
+
+
+async def test_initialize_echoes_a_handshake_version_and_takes_the_rest_from_discover() -> None:
+    discover = {
+        "capabilities": {"tools": {"listChanged": False}},
+        "instructions": "Use the catalog.",
+        "_meta": {
+            "io.modelcontextprotocol/serverInfo": {"name": "expert-booking-mcp", "version": "9"}
+        },
+    }
+    upstream = Upstream(ok(discover, 7))
+    for requested, expected in (("2025-03-26", "2025-03-26"), ("2099-01-01", "2025-11-25")):
+        answer = await Bridge(URL, upstream).handle(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "initialize",
+                "params": {"protocolVersion": requested},
+            }
+        )
+        assert answer == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {
+                "protocolVersion": expected,
+                "capabilities": discover["capabilities"],
+                "serverInfo": {"name": "expert-booking-mcp", "version": "9"},
+                "instructions": "Use the catalog.",
+            },
+        }
+    assert upstream.posted[0][0]["method"] == "server/discover"
+
+
+async def test_ping_set_level_and_notifications_never_reach_the_server() -> None:
+    upstream = Upstream(ok({}))
+    bridge = Bridge(URL, upstream)
+    for method in ("ping", "logging/setLevel"):
+        answer = await bridge.handle({"jsonrpc": "2.0", "id": "a", "method": method})
+        assert answer == {"jsonrpc": "2.0", "id": "a", "result": {}}
+    for method in ("notifications/initialized", "notifications/cancelled"):
+        assert await bridge.handle({"jsonrpc": "2.0", "method": method}) is None
+    assert upstream.posted == []
+
+
+async def test_a_servers_refusal_passes_through_unchanged() -> None:
+    refusal = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32600, "message": "no", "data": {"code": "MISSING_CLIENT_TIMESTAMP"}},
+    }
+    upstream = Upstream(httpx2.Response(400, json=refusal))
+    answer = await Bridge(URL, upstream).handle({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    assert answer == refusal
+
+
+async def test_no_connection_and_non_json_answers_are_errors_naming_the_url() -> None:
+    for response, words in (
+        (httpx2.ConnectError("connection refused"), "cannot reach the MCP server at"),
+        (httpx2.Response(502, text="proxy: upstream failed"), "answered HTTP 502"),
+    ):
+        answer = await Bridge(URL, Upstream(response)).handle(
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
+        )
+        assert answer is not None
+        assert answer["id"] == 4
+        assert answer["error"]["code"] == -32603
+        assert words in answer["error"]["message"]
+        assert URL in answer["error"]["message"]
+        assert answer["error"]["data"] == {"url": URL}
+
+
+async def test_what_is_not_a_request_is_invalid_and_host_answers_are_dropped() -> None:
+    bridge = Bridge(URL, Upstream(ok({})))
+    assert await bridge.handle({"jsonrpc": "2.0", "id": 9, "result": {}}) is None
+    answer = await bridge.handle([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+    assert answer is not None
+    assert answer["error"]["code"] == -32600
