@@ -35,7 +35,6 @@ class HttpLimits:
     body_timeout: float
     max_connections: int
 
-
     @classmethod
     def from_settings(cls, settings: Settings, descriptor_limit: int) -> HttpLimits:
         """The ``HTTP_*`` settings, connections capped by :func:`connection_cap`."""
