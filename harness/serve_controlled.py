@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = build_asgi_app(
         settings, clock=OffsetFileClock(args.clock_offset_file), action_lines=log_handler
     )
-    return serve(app, settings.host, settings.port, log_handler=log_handler)
+    return serve(app, settings.host, settings.port, log_handler=log_handler, limits=settings)
 
 
 def harness_server(

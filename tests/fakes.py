@@ -141,14 +141,19 @@ def answer(
     amount: str | None = None,
     currency: str | None = None,
     booking_id: str | None = None,
+    received_at: datetime | None = None,
 ) -> PaymentAnswer:
-    """A payment answer for ``booking``; exact match unless a field is overridden."""
+    """A payment answer for ``booking``; exact match unless a field is overridden.
+
+    ``received_at`` defaults to ``paid_at`` (or the hold's time when unpaid).
+    """
     return PaymentAnswer(
         booking_id=booking.booking_id if booking_id is None else booking_id,
         status=PaymentStatus(status),
         amount=booking.payment.price.amount if amount is None else amount,
         currency=booking.payment.price.currency if currency is None else currency,
         paid_at=paid_at,
+        received_at=received_at or paid_at or booking.held_at,
     )
 
 

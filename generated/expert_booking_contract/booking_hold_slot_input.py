@@ -52,5 +52,5 @@ class BookingHoldSlotInput(BaseModel):
     """
     idempotencyKey: UUID
     """
-    A new UUID for this hold; reuse it only to retry the identical request.
+    A new UUID for this hold; reuse it only to retry the identical request. Compared case-insensitively (RFC 9562): the server lower-cases it before fingerprinting, lookup and storage, and echoes it in lower case.
     """

@@ -9,7 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 class PaymentAnswer(BaseModel):
     """
-    Body of a 200 answer of the read-only payment service to GET {PAYMENT_QUERY_BASE_URL}/payments/{bookingId}. Any other body (wrong shape, unknown field, unknown status) is treated as the service being unavailable (PAYMENT_UNAVAILABLE, nothing changed). A well-formed answer whose bookingId, amount or currency differs from the booking, or that says PAID without paidAt, is PAYMENT_MISMATCH (nothing changed).
+    Body of a 200 answer of the read-only payment service to GET {PAYMENT_QUERY_BASE_URL}/payments/{bookingId}. Any other body (wrong shape, unknown field, unknown status, a paidAt that is not RFC 3339, a Content-Encoding other than identity, more than 64 KiB) is treated as the service being unavailable (PAYMENT_UNAVAILABLE, nothing changed). A well-formed answer whose bookingId, amount or currency differs from the booking, that says PAID without paidAt, or whose paidAt lies before heldAt or after the answer arrived (each by more than APPROVAL_CLOCK_SKEW_SECONDS), is PAYMENT_MISMATCH (nothing changed).
     """
 
     model_config = ConfigDict(

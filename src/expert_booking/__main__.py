@@ -103,9 +103,16 @@ def _payment_sandbox(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_env().with_overrides(db_path=args.db)
     except SettingsError as exc:
-        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        _startup_failure(f"configuration error: {exc}")
         return 2
     return run(args.host, args.port, settings.db_path, args.ledger)
+
+
+def _startup_failure(message: str) -> None:
+    """Write a startup failure as one JSON line on stderr (every stderr line is JSON)."""
+    from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - light
+
+    print(startup_line(f"{PROG}: {message}"), file=sys.stderr, flush=True)
 
 
 def load_dotenv_file() -> None:
@@ -142,12 +149,12 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         )
         settings.check_serving()
     except SettingsError as exc:
-        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        _startup_failure(f"configuration error: {exc}")
         return 2
     try:
         sock = listen(settings.host, settings.port)  # before the database is touched
     except ListenError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        _startup_failure(f"{exc}")
         return 3
     try:
         # Installed by serve(); the app writes its action lines straight to it.
@@ -155,11 +162,11 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         app = build_asgi_app(settings, action_lines=log_handler)
     except (SettingsError, TracingConfigError) as exc:
         sock.close()
-        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        _startup_failure(f"configuration error: {exc}")
         return 2
     except SchemaLoadError as exc:
         sock.close()
-        print(f"{PROG}: cannot load the JSON schemas: {exc}", file=sys.stderr)
+        _startup_failure(f"cannot load the JSON schemas: {exc}")
         return 2
     warning = settings.payment_sandbox_warning
     return serve(
@@ -169,6 +176,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         sock=sock,
         log_handler=log_handler,
         warnings=(warning,) if warning else (),
+        limits=settings,
     )
 
 

@@ -115,12 +115,14 @@ def build_asgi_app(
         verify=payment_tls(settings.payment_query_base_url),
     )
     typed_store: BookingStore = store
+    registry = SchemaRegistry.load()
     service = BookingService(
         store=typed_store,
         payments=HttpPaymentQuery(
             payments_http,
             clock,
             deadline_seconds=settings.payment_timeout_seconds,
+            answer_schema=registry["payment_answer"].validator,
             # Like the actions (ActionObserver(spans=False)): no spans unless tracing is on.
             tracer=None if tracer_provider is not None else trace.NoOpTracer(),
         ),
@@ -139,7 +141,7 @@ def build_asgi_app(
     mcp_server = build_mcp_server(
         service=service,
         clock=clock,
-        registry=SchemaRegistry.load(),
+        registry=registry,
         version=package_version(),
         tracing_enabled=tracer_provider is not None,
         action_lines=action_lines,

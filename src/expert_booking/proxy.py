@@ -337,17 +337,18 @@ def run(upstream_url: str, host: str, port: int) -> int:
     The ready line is ``MCP endpoint: http://HOST:PORT/<upstream path> (stamping proxy for
     UPSTREAM)`` on stderr. A bad upstream URL or a busy port is one line and status 2 / 3.
     """
+    from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - CLI entry only
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
 
     try:
         origin, path = split_upstream(upstream_url)
     except ValueError as exc:
-        sys.stderr.write(f"expert-booking-mcp proxy: {exc}\n")
+        sys.stderr.write(startup_line(f"expert-booking-mcp proxy: {exc}") + "\n")
         return 2
     ready = "MCP endpoint: {base}" + path.replace("{", "{{").replace("}", "}}")
     ready += f" (stamping proxy for {upstream_url})".replace("{", "{{").replace("}", "}}")
     try:
         return serve(ProxyApp(origin), host, port, ready_line=ready)
     except ListenError as exc:
-        sys.stderr.write(f"expert-booking-mcp proxy: {exc}\n")
+        sys.stderr.write(startup_line(f"expert-booking-mcp proxy: {exc}") + "\n")
         return 3

@@ -49,6 +49,7 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
     Slot,
+    canonical_idempotency_key,
     format_instant,
     format_optional_instant,
 )
@@ -107,17 +108,27 @@ class SlotPage:
 
 @dataclass(frozen=True, slots=True)
 class HoldSlot:
+    """Hold ``slot_id``; ``idempotency_key`` is kept in its canonical (lower-case) form."""
+
     slot_id: str
     customer: Customer
     idempotency_key: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "idempotency_key", canonical_idempotency_key(self.idempotency_key))
+
 
 @dataclass(frozen=True, slots=True)
 class ConfirmBooking:
+    """Confirm ``booking_id``; ``idempotency_key`` is kept in its canonical (lower-case) form."""
+
     booking_id: str
     expected_version: int
     idempotency_key: str
     human_approval: HumanApproval | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "idempotency_key", canonical_idempotency_key(self.idempotency_key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,7 +420,7 @@ class BookingService:
         if refusal is not None:
             return refusal
         try:
-            settled = apply_payment(current, answer, now=now)
+            settled = apply_payment(current, answer, now=now, skew=self._policy.approval_skew)
         except BookingError as exc:  # PENDING or a mismatch: nothing changes
             return exc
         tx.update_booking(settled, expected_version=current.version)

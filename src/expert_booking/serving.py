@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import logging
+import resource
 import signal
 import socket
 import sys
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
     from expert_booking.edge.observability import JsonLinesHandler
+    from expert_booking.settings import Settings
 
 GRACEFUL_SHUTDOWN_SECONDS: Final = 10
+_ready_logger = logging.getLogger("expert_booking.server")
 
 
 class ListenError(OSError):
@@ -70,9 +73,8 @@ class _AnnouncingServer(uvicorn.Server):
         # reason ``expert-booking-mcp serve`` starts with the collector off; it runs from here.
         gc.freeze()
         gc.enable()
-        line = self._ready_line.format(base=f"http://{host}:{bound[1]}")
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+        # A JSON line like every other stderr line (written at the end of this loop iteration).
+        _ready_logger.info(self._ready_line.format(base=f"http://{host}:{bound[1]}"))
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
@@ -100,11 +102,14 @@ def serve(
     log_handler: JsonLinesHandler | None = None,
     ready_line: str = "MCP endpoint: {base}/mcp",
     warnings: Sequence[str] = (),
+    limits: Settings | None = None,
 ) -> int:
     """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until SIGTERM/SIGINT; 0.
 
-    uvloop when installed, httptools, no access log, a graceful shutdown of
-    ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON logging of :func:`configure_logging` on stderr
+    uvloop when installed, uvicorn's httptools protocol with the ``HTTP_*`` bounds of
+    ``limits`` (default settings) (:class:`~expert_booking.edge.http_limits.BoundedHttpProtocol`),
+    no access log, a graceful shutdown of ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON logging of
+    :func:`configure_logging` on stderr for every logger, uvicorn's and the SDK's included
     (``log_handler``, when the app was given it for its action lines), ``gc.freeze()`` and the
     collector on after startup, and ``ready_line`` (``{base}`` is ``http://HOST:PORT`` with the
     bound port) on stderr once connections are accepted, after ``warnings`` (each one
@@ -114,22 +119,30 @@ def serve(
         ListenError: ``sock`` was not given and ``host:port`` cannot be bound.
     """
     exit_cleanly_on_signals()
+    from expert_booking.edge.http_limits import BoundedHttpProtocol, HttpLimits  # noqa: PLC0415
     from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+    from expert_booking.settings import Settings  # noqa: PLC0415
 
     bound = sock if sock is not None else listen(host, port)
+    bounds = limits if limits is not None else Settings()
+    # Before uvicorn.Config, which sets uvicorn's logger levels (log_config=None: no handlers
+    # of its own, so its records reach the JSON handler on the root logger).
+    configure_logging(log_handler or sys.stderr, every_logger=True)
     config = uvicorn.Config(
         app,
         host=host,
         port=bound.getsockname()[1],
         loop="uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio",
-        http="httptools",
+        http=BoundedHttpProtocol.bound(
+            HttpLimits.from_settings(bounds, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        ),
         lifespan="on",
         access_log=False,
+        log_config=None,
         log_level="warning",
+        timeout_keep_alive=bounds.http_keep_alive_seconds,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    # After uvicorn.Config, which applies uvicorn's logging dictConfig.
-    configure_logging(log_handler or sys.stderr)
     for warning in warnings:
         logging.getLogger("expert_booking.serve").warning(warning)
     # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,

@@ -77,6 +77,17 @@ class Settings:
     quota_per_caller_per_minute: int | None = None
     quota_global_per_minute: int | None = None
     trusted_proxies: tuple[IpNetwork, ...] = ()
+    client_clock_tolerance_seconds: int = 300
+    http_max_header_bytes: int = 32 * 1024
+    http_max_headers: int = 100
+    http_header_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 10.0
+    http_keep_alive_seconds: int = 5
+    http_max_connections: int = 1024
+
+    @property
+    def client_clock_tolerance(self) -> timedelta:
+        return timedelta(seconds=self.client_clock_tolerance_seconds)
 
     @property
     def payment_sandbox_warning(self) -> str | None:
@@ -333,6 +344,13 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", _positive_int),
     "QUOTA_GLOBAL_PER_MINUTE": ("quota_global_per_minute", _positive_int),
     "TRUSTED_PROXIES": ("trusted_proxies", _networks),
+    "CLIENT_CLOCK_TOLERANCE_SECONDS": ("client_clock_tolerance_seconds", _non_negative_int),
+    "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _positive_int),
+    "HTTP_MAX_HEADERS": ("http_max_headers", _positive_int),
+    "HTTP_HEADER_TIMEOUT_SECONDS": ("http_header_timeout_seconds", _positive_float),
+    "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", _positive_float),
+    "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _positive_int),
+    "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
 }
 
 VARIABLE_NAMES = tuple(_VARIABLES)

@@ -114,6 +114,8 @@ async def test_kill_during_load_loses_nothing_and_replays_return_the_original_ou
         **os.environ,
         "PAYMENT_QUERY_BASE_URL": stub.base_url,
         "HOLD_TTL_SECONDS": str(HOLD_TTL_SECONDS),
+        # The second server's clock runs a hold lifetime ahead of the client's.
+        "CLIENT_CLOCK_TOLERANCE_SECONDS": str(10 * HOLD_TTL_SECONDS),
     }
 
     first = controlled_server(db_path=db_path, offset_file=offset_file, env=env).start()

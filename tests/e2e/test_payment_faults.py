@@ -23,13 +23,14 @@ from mcp import Client
 from expert_booking.client import open_client
 from expert_booking.testing.payment_stub import PaymentStub, RecordedRequest
 from expert_booking.testing.server_process import ServerProcess
-from harness.clock import read_offset, write_offset
+from harness.clock import OffsetFileClock, read_offset, write_offset
 from harness.mcp_calls import confirm_arguments, hold_arguments
 from harness.serve_controlled import controlled_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 HOLD_TTL_SECONDS = 300
+MOVED_CLOCK_TOLERANCE_SECONDS = 100 * HOLD_TTL_SECONDS
 SEED_SLOTS = (
     "slot-ai-001",
     "slot-ai-002",
@@ -52,17 +53,19 @@ class _HookedRequests(list[RecordedRequest]):
 
 
 @pytest.fixture(scope="module")
-def stub(stub: PaymentStub) -> PaymentStub:
-    """The conftest's stub, with a request log the tests can hook into."""
-    stub.requests = _HookedRequests()
-    return stub
-
-
-@pytest.fixture(scope="module")
 def offset_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("clock") / "offset"
     write_offset(path, 0)
     return path
+
+
+@pytest.fixture(scope="module")
+async def stub(offset_file: Path) -> AsyncIterator[PaymentStub]:
+    """A stub on the server's moved clock (its ``paidAt`` lies after the hold, as in life),
+    with a request log the tests can hook into."""
+    async with PaymentStub.running(clock=OffsetFileClock(offset_file)) as running:
+        running.requests = _HookedRequests()
+        yield running
 
 
 def _spawn(tmp: Path, offset_file: Path, payment_url: str) -> ServerProcess:
@@ -71,6 +74,8 @@ def _spawn(tmp: Path, offset_file: Path, payment_url: str) -> ServerProcess:
         "PAYMENT_QUERY_BASE_URL": payment_url,
         "PAYMENT_TIMEOUT_SECONDS": "0.5",
         "HOLD_TTL_SECONDS": str(HOLD_TTL_SECONDS),
+        # The tests move the server's clock ahead of the client's, a hold lifetime at a time.
+        "CLIENT_CLOCK_TOLERANCE_SECONDS": str(MOVED_CLOCK_TOLERANCE_SECONDS),
     }
     return controlled_server(db_path=tmp / "booking.db", offset_file=offset_file, env=env)
 
@@ -144,7 +149,7 @@ def answer_body(booking: dict[str, Any], **changes: Any) -> str:
         "status": "PAID",
         "amount": booking["confirmationIntent"]["intent"]["amount"],
         "currency": booking["confirmationIntent"]["intent"]["currency"],
-        "paidAt": "2030-01-01T00:00:00.000Z",
+        "paidAt": booking["heldAt"],  # paid right at the hold: inside the allowed window
     }
     body.update(changes)
     return json.dumps(body)
@@ -196,7 +201,55 @@ UNCHANGED_FAULTS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], st
         "PAYMENT_PENDING",
         True,
     ),
+    "paid-at-iso-8601-basic": (
+        lambda b: {
+            "raw_body": answer_body(b, paidAt=b["heldAt"].replace("-", "").replace(":", ""))
+        },
+        "PAYMENT_UNAVAILABLE",
+        True,
+    ),
+    "paid-at-with-a-space": (
+        lambda b: {"raw_body": answer_body(b, paidAt=b["heldAt"].replace("T", " "))},
+        "PAYMENT_UNAVAILABLE",
+        True,
+    ),
+    "paid-at-year-2999": (
+        lambda b: {"raw_body": answer_body(b, paidAt="2999-01-01T00:00:00.000Z")},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "paid-at-a-day-before-the-hold": (
+        lambda b: {"raw_body": answer_body(b, paidAt=_shifted(b["heldAt"], days=-1))},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "body-over-64-kib": (
+        lambda b: {"raw_body": answer_body(b) + " " * (64 * 1024)},
+        "PAYMENT_UNAVAILABLE",
+        True,
+    ),
 }
+
+
+def _shifted(instant: str, **delta: float) -> str:
+    moved = datetime.fromisoformat(instant) + timedelta(**delta)
+    return moved.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+async def test_an_approval_dated_before_the_hold_is_refused_without_a_payment_query(
+    client: Client, stub: PaymentStub, offset_file: Path
+) -> None:
+    booking = await hold_free_slot(client)
+    stub.set_answer(booking["bookingId"], raw_body=answer_body(booking))
+    early = datetime.fromisoformat(booking["heldAt"]) - timedelta(seconds=110)
+    envelope = await call(
+        client, "booking.confirm_booking", confirm_arguments(booking, approved_at=early)
+    )
+    assert _error(envelope) == ("HUMAN_APPROVAL_EXPIRED", False)
+    assert envelope["error"]["details"]["reason"] == "BEFORE_INTENT"
+    assert envelope["error"]["details"]["intentIssuedAt"] == booking["heldAt"]
+    assert stub.requests_for(booking["bookingId"]) == []
+    assert await get_booking(client, booking["bookingId"]) == booking
 
 
 @pytest.mark.parametrize("fault", list(UNCHANGED_FAULTS))
@@ -239,7 +292,7 @@ async def test_after_a_payment_timeout_the_same_confirmation_succeeds_once_paid(
     confirmed = envelope["data"]
     assert (confirmed["status"], confirmed["version"]) == ("CONFIRMED", booking["version"] + 1)
     assert confirmed["payment"]["status"] == "PAID"
-    assert confirmed["payment"]["paidAt"] == "2030-01-01T00:00:00.000Z"
+    assert confirmed["payment"]["paidAt"] == booking["heldAt"]
 
 
 @pytest.mark.parametrize("payment_status", ["FAILED", "CLOSED"])

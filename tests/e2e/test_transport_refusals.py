@@ -6,17 +6,22 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 
+from expert_booking.domain.model import format_instant
 from expert_booking.testing.server_process import ServerProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-SENT = "2030-09-01T00:00:00.000Z"
+# One client time for the whole module, taken at import (the server's clock is the real one).
+SENT = format_instant(datetime.now(UTC))
+# The module's requests all carry SENT, so the server tolerates that much skew, explicitly.
+SENT_TOLERANCE_SECONDS = 3600
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -31,7 +36,8 @@ DISCOVER: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
-    with ServerProcess() as running:
+    env = {**os.environ, "CLIENT_CLOCK_TOLERANCE_SECONDS": str(SENT_TOLERANCE_SECONDS)}
+    with ServerProcess(env=env) as running:
         yield running
 
 

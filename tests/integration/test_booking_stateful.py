@@ -72,7 +72,15 @@ CUSTOMERS = [
     Customer(name="李雷", email="LiLei@Example.CN", note="请准时"),
 ]
 # "fresh" is weighted up so that payment answers are reached often.
-APPROVAL_KINDS = ["fresh"] * 6 + ["stale", "future", "reject", "none", "bad_hash", "other_version"]
+APPROVAL_KINDS = ["fresh"] * 6 + [
+    "stale",
+    "future",
+    "before_intent",
+    "reject",
+    "none",
+    "bad_hash",
+    "other_version",
+]
 ANSWER_KINDS = ["PENDING", "PAID", "FAILED", "CLOSED", "MISMATCH", "UNAVAILABLE"]
 FINAL_CODES = {
     BookingStatus.PAYMENT_FAILED: "PAYMENT_FAILED",
@@ -117,13 +125,19 @@ def _canonical_digest(intent: Intent) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _approval_refusal(given: HumanApproval | None, current: Intent, now: datetime) -> str | None:
+def _approval_refusal(
+    given: HumanApproval | None, current: Intent, now: datetime, issued_at: datetime
+) -> str | None:
     """The contract's approval rules, written independently of ``domain.rules``."""
     if given is None:
         return "HUMAN_APPROVAL_REQUIRED"
     if given.decision != "APPROVE":
         return "HUMAN_APPROVAL_REJECTED"
-    if given.approved_at - now > SKEW or now - given.approved_at > APPROVAL_TTL + SKEW:
+    if (
+        given.approved_at - now > SKEW
+        or now - given.approved_at > APPROVAL_TTL + SKEW
+        or issued_at - given.approved_at > SKEW  # approved before the intent existed
+    ):
         return "HUMAN_APPROVAL_EXPIRED"
     if _canonical_digest(given.intent) != given.intent_hash:
         return "APPROVAL_INTENT_HASH_MISMATCH"
@@ -293,7 +307,9 @@ class BookingMachine(RuleBasedStateMachine):
             if command.expected_version != version
             else "INVALID_STATE"
             if status is not BookingStatus.HELD
-            else _approval_refusal(command.human_approval, current_intent, now)
+            else _approval_refusal(
+                command.human_approval, current_intent, now, target.snapshot.held_at
+            )
         )
         if refusal is not None:
             assert outcome == refusal
@@ -324,7 +340,10 @@ class BookingMachine(RuleBasedStateMachine):
             return None
         other_version = replace(current.intent, version=current.version + 1)
         return {
-            "fresh": lambda: approval(current, now - timedelta(seconds=60)),
+            "fresh": lambda: approval(current, max(now - timedelta(seconds=60), current.held_at)),
+            "before_intent": lambda: approval(
+                current, current.held_at - SKEW - timedelta(seconds=1)
+            ),
             "stale": lambda: approval(current, now - APPROVAL_TTL - SKEW - timedelta(seconds=1)),
             "future": lambda: approval(current, now + SKEW + timedelta(seconds=1)),
             "reject": lambda: approval(current, now, decision="REJECT"),

@@ -47,6 +47,9 @@ from tests.fakes import MutableClock, logged_text, make_booking
 
 pytestmark = pytest.mark.anyio
 
+# The server runs on a fake clock in 2030 while the client stamps the real time.
+FAKE_CLOCK_TOLERANCE_SECONDS = 10**10
+
 URL = "http://127.0.0.1:3000/mcp"
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
@@ -135,7 +138,10 @@ async def stack(tmp_path: Path, action_log: io.StringIO) -> AsyncIterator[Stack]
     clock = MutableClock()
     payments = PaymentService(clock)
     app = build_asgi_app(
-        Settings(db_path=tmp_path / "booking.db"),
+        Settings(
+            db_path=tmp_path / "booking.db",
+            client_clock_tolerance_seconds=FAKE_CLOCK_TOLERANCE_SECONDS,
+        ),
         clock=clock,
         payments_transport=httpx.MockTransport(payments.handle),
     )
@@ -181,7 +187,13 @@ class RawHttp:
 
 @pytest.fixture
 async def raw_http(tmp_path: Path, action_log: io.StringIO) -> AsyncIterator[RawHttp]:
-    app = build_asgi_app(Settings(db_path=tmp_path / "booking.db"), clock=MutableClock())
+    app = build_asgi_app(
+        Settings(
+            db_path=tmp_path / "booking.db",
+            client_clock_tolerance_seconds=FAKE_CLOCK_TOLERANCE_SECONDS,
+        ),
+        clock=MutableClock(),
+    )
     with anyio.fail_after(20):
         async with inprocess_app(app) as transport, httpx2.AsyncClient(transport=transport) as c:
             yield RawHttp(c, action_log)

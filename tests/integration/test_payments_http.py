@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -17,9 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from expert_booking.adapters.payments_http import HttpPaymentQuery
+from expert_booking.adapters.payments_http import MAX_ANSWER_BYTES, HttpPaymentQuery
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import PaymentAnswer, PaymentStatus
+from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.ports import TraceContext
 from tests.fakes import TRACE, MutableClock
 
@@ -35,6 +38,7 @@ PAID_BODY = {
     "currency": "CNY",
     "paidAt": "2030-09-01T00:00:30.000Z",
 }
+ANSWER_SCHEMA = SchemaRegistry.load()["payment_answer"].validator
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
@@ -52,7 +56,9 @@ async def client(router: respx.MockRouter) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def payments(client: httpx.AsyncClient) -> HttpPaymentQuery:
-    return HttpPaymentQuery(client, MutableClock(NOW), deadline_seconds=3.0)
+    return HttpPaymentQuery(
+        client, MutableClock(NOW), deadline_seconds=3.0, answer_schema=ANSWER_SCHEMA
+    )
 
 
 def _route(router: respx.MockRouter, booking_id: str = BOOKING_ID) -> respx.Route:
@@ -69,6 +75,7 @@ async def test_a_paid_answer_is_returned_with_paid_at_parsed(
         amount="500.00",
         currency="CNY",
         paid_at=datetime(2030, 9, 1, 0, 0, 30, tzinfo=UTC),
+        received_at=NOW,
     )
 
 
@@ -121,7 +128,9 @@ async def test_a_body_that_trickles_past_the_deadline_is_a_timeout(
     client = httpx.AsyncClient(
         base_url=BASE_URL, transport=httpx.MockTransport(router.async_handler)
     )
-    payments = HttpPaymentQuery(client, MutableClock(NOW), deadline_seconds=0.05)
+    payments = HttpPaymentQuery(
+        client, MutableClock(NOW), deadline_seconds=0.05, answer_schema=ANSWER_SCHEMA
+    )
     with anyio.fail_after(5), pytest.raises(BookingError) as excinfo:
         await payments.query_payment(BOOKING_ID, TRACE)
     assert excinfo.value.code == "PAYMENT_UNAVAILABLE"
@@ -171,7 +180,11 @@ async def test_with_a_real_tracer_the_client_span_is_the_downstream_parent(
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     payments = HttpPaymentQuery(
-        client, MutableClock(NOW), deadline_seconds=3.0, tracer=provider.get_tracer("test")
+        client,
+        MutableClock(NOW),
+        deadline_seconds=3.0,
+        answer_schema=ANSWER_SCHEMA,
+        tracer=provider.get_tracer("test"),
     )
     route = _route(router).respond(200, json=PAID_BODY)
 
@@ -199,7 +212,11 @@ async def test_with_a_real_tracer_a_failure_marks_the_span_without_recording_the
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     payments = HttpPaymentQuery(
-        client, MutableClock(NOW), deadline_seconds=3.0, tracer=provider.get_tracer("test")
+        client,
+        MutableClock(NOW),
+        deadline_seconds=3.0,
+        answer_schema=ANSWER_SCHEMA,
+        tracer=provider.get_tracer("test"),
     )
     _route(router).mock(side_effect=httpx.ConnectError("connect to payments.test failed"))
 
@@ -225,6 +242,64 @@ async def test_the_payment_response_time_and_local_receive_time_are_logged(
     assert record.__dict__["payment_responded_at"] == "2030-09-01T00:01:02.300Z"
     assert record.__dict__["response_received_at"] == "2030-09-01T00:01:02.345Z"
     assert record.__dict__["http_status"] == 200
+    assert record.__dict__["trace_id"] == TRACE.trace_id
+    assert record.__dict__["parent_span_id"] == TRACE.span_id
+    assert record.__dict__["outcome"] == "PAID"
+    assert "None" not in record.getMessage()
+
+
+async def test_a_failed_query_is_logged_with_its_trace_and_reason(
+    router: respx.MockRouter, payments: HttpPaymentQuery, caplog: pytest.LogCaptureFixture
+) -> None:
+    _route(router).respond(503)
+    with (
+        caplog.at_level(logging.DEBUG, logger="expert_booking.payments"),
+        pytest.raises(BookingError),
+    ):
+        await payments.query_payment(BOOKING_ID, TRACE)
+    (record,) = [r for r in caplog.records if r.name == "expert_booking.payments"]
+    assert record.__dict__["trace_id"] == TRACE.trace_id
+    assert record.__dict__["outcome"] == "UNAVAILABLE:HTTP_STATUS"
+    assert record.__dict__["http_status"] == 503
+    assert "payment service responded -" in record.getMessage()
+
+
+async def test_the_answer_is_asked_for_without_content_encoding(
+    router: respx.MockRouter, payments: HttpPaymentQuery
+) -> None:
+    route = _route(router).respond(200, json=PAID_BODY)
+    await payments.query_payment(BOOKING_ID, TRACE)
+    assert route.calls.last.request.headers["accept-encoding"] == "identity"
+
+
+async def test_a_paid_at_with_an_offset_is_read_as_the_same_instant(
+    router: respx.MockRouter, payments: HttpPaymentQuery
+) -> None:
+    _route(router).respond(200, json=_body(paidAt="2030-09-01t08:00:30.5+08:00"))
+    result = await payments.query_payment(BOOKING_ID, TRACE)
+    assert result.paid_at == datetime(2030, 9, 1, 0, 0, 30, 500000, tzinfo=UTC)
+
+
+# fromisoformat reads each of these; none is RFC 3339 (the first three come from ISO 8601).
+LAX_INSTANTS = (
+    "20300901T000030Z",
+    "2030-W35-7T00:00:30+00:00",
+    "2030-09-01 00:00:30Z",
+    "2030-09-01T00:00Z",
+    "2030-09-01T00:00:30.000Z\n",
+    "2030-09-01T23:59:60Z",
+)
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), 4096):
+        yield data[start : start + 4096]
+    yield b'{"x":1}'
+
+
+def _chunked(data: bytes) -> AsyncIterator[bytes]:
+    """A body without Content-Length: the cap must hold while it streams."""
+    return _chunks(data)
 
 
 def _body(**changes: Any) -> dict[str, Any]:
@@ -262,6 +337,28 @@ _MISSING = object()
             {"return_value": httpx.Response(200, json=_body(paidAt="2030-09-01T00:00:30"))},
             "MALFORMED",
         ),
+        *(
+            ({"return_value": httpx.Response(200, json=_body(paidAt=lax))}, "MALFORMED")
+            for lax in LAX_INSTANTS
+        ),
+        (
+            {
+                "return_value": httpx.Response(
+                    200,
+                    content=gzip.compress(json.dumps(PAID_BODY).encode()),
+                    headers={"content-encoding": "gzip"},
+                )
+            },
+            "MALFORMED",
+        ),
+        (
+            {"return_value": httpx.Response(200, json=_body(amount="5" * MAX_ANSWER_BYTES))},
+            "TOO_LARGE",
+        ),
+        (
+            {"return_value": httpx.Response(200, content=_chunked(b" " * MAX_ANSWER_BYTES))},
+            "TOO_LARGE",
+        ),
     ],
 )
 async def test_every_failure_to_get_a_well_formed_answer_is_payment_unavailable(
@@ -289,7 +386,9 @@ async def test_when_the_action_span_is_current_the_payment_span_is_its_child(
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
-    payments = HttpPaymentQuery(client, MutableClock(NOW), deadline_seconds=3.0, tracer=tracer)
+    payments = HttpPaymentQuery(
+        client, MutableClock(NOW), deadline_seconds=3.0, answer_schema=ANSWER_SCHEMA, tracer=tracer
+    )
     _route(router).respond(200, json=PAID_BODY)
 
     with tracer.start_as_current_span("booking.confirm_booking") as action:

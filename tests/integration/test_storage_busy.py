@@ -75,7 +75,7 @@ class Payments:
             "status": "PAID",
             "amount": self.price[0],
             "currency": self.price[1],
-            "paidAt": "2030-01-01T00:00:00.000Z",
+            "paidAt": request.headers["x-mcp-server-request-sent-at"],  # paid just now
         }
         return httpx.Response(200, json=body)
 

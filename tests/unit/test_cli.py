@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import signal
 import socket
 from collections.abc import Iterator
@@ -35,10 +36,14 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 def one_line_of(stderr: str) -> str:
+    """The message of the one JSON line on stderr (every stderr line is JSON)."""
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr
-    return lines[0]
+    entry = json.loads(lines[0])
+    assert entry["level"] == "ERROR"
+    message: str = entry["message"]
+    return message
 
 
 def test_an_unsupported_trace_exporter_ends_startup_with_one_line_and_status_2(

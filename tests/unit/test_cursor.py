@@ -69,3 +69,11 @@ def test_a_malformed_cursor_is_invalid(token: str) -> None:
 
 def test_the_largest_sqlite_offset_is_still_a_valid_cursor() -> None:
     assert decode_cursor(_token({"o": 2**63 - 1, "q": "BINDING"}), "BINDING") == 2**63 - 1
+
+
+@pytest.mark.parametrize("offset", [9, 10, 11, 99, 100, 1000, 12345, 10**9])
+def test_cursors_for_offsets_of_ten_and_more_decode_to_their_offset(offset: int) -> None:
+    binding = query_binding({"text": "x"})
+    token = encode_cursor(offset, binding)
+    assert decode_cursor(token, binding) == offset
+    assert "=" not in token

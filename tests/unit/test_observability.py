@@ -36,6 +36,7 @@ HEX32 = re.compile(r"^[0-9a-f]{32}$")
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
 RFC3339_MS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 LOG_KEYS = {
+    "clientSkewMs",
     "source",
     "timestamp",
     "caller",

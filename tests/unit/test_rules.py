@@ -21,7 +21,7 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
-from expert_booking.edge.error_texts import wire_details
+from expert_booking.edge.error_texts import recovery_of, wire_details
 from tests.fakes import T0, answer, approval, make_booking
 
 TTL = timedelta(seconds=120)
@@ -30,8 +30,12 @@ NOW = T0 + timedelta(seconds=30)
 PAID_AT = T0 + timedelta(seconds=20)
 
 
+# Held long before NOW, so the freshness tests below never meet the BEFORE_INTENT rule.
+HELD_AT = NOW - timedelta(hours=2)
+
+
 def _check(human_approval: HumanApproval | None, now: datetime = NOW) -> None:
-    check_approval(human_approval, make_booking(), now=now, ttl=TTL, skew=SKEW)
+    check_approval(human_approval, make_booking(held_at=HELD_AT), now=now, ttl=TTL, skew=SKEW)
 
 
 def _refusal_code(human_approval: HumanApproval | None, now: datetime = NOW) -> str:
@@ -83,6 +87,33 @@ def test_an_approval_dated_in_the_future_beyond_the_skew_is_expired() -> None:
     assert excinfo.value.details["reason"] == "FUTURE"
 
 
+def test_an_approval_dated_before_the_intent_was_issued_is_expired_with_its_reason() -> None:
+    booking = make_booking(held_at=NOW - timedelta(seconds=30))
+    early = approval(booking, booking.held_at - SKEW - timedelta(milliseconds=1))
+    with pytest.raises(BookingError) as excinfo:
+        check_approval(early, booking, now=NOW, ttl=TTL, skew=SKEW)
+    assert excinfo.value.code == "HUMAN_APPROVAL_EXPIRED"
+    assert excinfo.value.details == {
+        "booking_id": booking.booking_id,
+        "reason": "BEFORE_INTENT",
+        "intent_issued_at": booking.held_at,
+    }
+    assert "BEFORE_INTENT" in recovery_of(excinfo.value)
+
+
+def test_an_approval_dated_within_the_skew_before_the_intent_passes() -> None:
+    booking = make_booking(held_at=NOW - timedelta(seconds=30))
+    check_approval(approval(booking, booking.held_at - SKEW), booking, now=NOW, ttl=TTL, skew=SKEW)
+
+
+def test_an_approval_before_the_intent_is_refused_before_the_hash_is_checked() -> None:
+    booking = make_booking(held_at=NOW - timedelta(seconds=30))
+    early = approval(booking, booking.held_at - timedelta(minutes=1), intent_hash="sha256:0")
+    with pytest.raises(BookingError) as excinfo:
+        check_approval(early, booking, now=NOW, ttl=TTL, skew=SKEW)
+    assert excinfo.value.details["reason"] == "BEFORE_INTENT"
+
+
 def test_freshness_is_checked_before_the_hash() -> None:
     stale_and_tampered = approval(
         make_booking(), NOW - timedelta(hours=1), intent_hash="sha256:" + "0" * 64
@@ -125,7 +156,7 @@ def test_each_of_the_six_intent_fields_must_match_the_booking(
 
 def test_an_exact_paid_answer_confirms_the_booking() -> None:
     booking = make_booking()
-    confirmed = apply_payment(booking, answer(booking, "PAID", paid_at=PAID_AT), now=NOW)
+    confirmed = apply_payment(booking, answer(booking, "PAID", paid_at=PAID_AT), now=NOW, skew=SKEW)
     assert confirmed.status is BookingStatus.CONFIRMED
     assert confirmed.version == 2
     assert confirmed.confirmed_at == NOW
@@ -155,15 +186,48 @@ def test_a_paid_answer_that_does_not_match_exactly_changes_nothing(
     values: dict[str, Any] = {"status": "PAID", "paid_at": PAID_AT, **overrides}
     mismatched = answer(booking, **values)
     with pytest.raises(BookingError) as excinfo:
-        apply_payment(booking, mismatched, now=NOW)
+        apply_payment(booking, mismatched, now=NOW, skew=SKEW)
     assert excinfo.value.code == "PAYMENT_MISMATCH"
     assert wire_details(excinfo.value)["fields"] == fields
+
+
+@pytest.mark.parametrize(
+    ("paid_at", "received_at", "matches"),
+    [
+        (T0 - SKEW, T0 + timedelta(seconds=1), True),  # at the hold, less the skew
+        (T0 - SKEW - timedelta(milliseconds=1), T0 + timedelta(seconds=1), False),
+        (NOW + SKEW, NOW, True),  # at the answer's arrival, plus the skew
+        (NOW + SKEW + timedelta(milliseconds=1), NOW, False),
+        (datetime(2999, 1, 1, tzinfo=UTC), NOW, False),
+    ],
+    ids=["hold-minus-skew", "before-the-hold", "arrival-plus-skew", "after-arrival", "year-2999"],
+)
+def test_a_paid_at_outside_the_hold_to_arrival_window_is_a_mismatch(
+    paid_at: datetime, received_at: datetime, matches: bool
+) -> None:
+    booking = make_booking()
+    paid = answer(booking, "PAID", paid_at=paid_at, received_at=received_at)
+    if matches:
+        assert apply_payment(booking, paid, now=NOW, skew=SKEW).payment.paid_at == paid_at
+        return
+    with pytest.raises(BookingError) as excinfo:
+        apply_payment(booking, paid, now=NOW, skew=SKEW)
+    assert excinfo.value.code == "PAYMENT_MISMATCH"
+    assert excinfo.value.details == {"booking_id": booking.booking_id, "fields": ["paid_at"]}
+
+
+@pytest.mark.parametrize("status", ["FAILED", "CLOSED"])
+def test_a_failed_or_closed_answer_carrying_paid_at_records_no_paid_time(status: str) -> None:
+    booking = make_booking()
+    after = apply_payment(booking, answer(booking, status, paid_at=PAID_AT), now=NOW, skew=SKEW)
+    assert after.payment.paid_at is None
+    assert after.confirmed_at is None
 
 
 def test_a_pending_answer_keeps_the_booking_held() -> None:
     booking = make_booking()
     with pytest.raises(BookingError) as excinfo:
-        apply_payment(booking, answer(booking, "PENDING"), now=NOW)
+        apply_payment(booking, answer(booking, "PENDING"), now=NOW, skew=SKEW)
     assert excinfo.value.code == "PAYMENT_PENDING"
     assert excinfo.value.retryable is True
     assert excinfo.value.booking == booking
@@ -180,7 +244,7 @@ def test_a_failed_or_closed_payment_releases_the_booking(
     status: str, released: BookingStatus, code: str
 ) -> None:
     booking = make_booking()
-    after = apply_payment(booking, answer(booking, status), now=NOW)
+    after = apply_payment(booking, answer(booking, status), now=NOW, skew=SKEW)
     assert after.status is released
     assert after.version == 2
     assert after.confirmed_at is None
@@ -285,9 +349,33 @@ def test_parsing_and_formatting_round_trip_to_the_same_utc_instant(text: str) ->
     assert parse_instant(format_instant(parsed)) == parsed
 
 
-def test_parsing_a_timestamp_without_offset_is_refused() -> None:
-    with pytest.raises(ValueError, match="offset"):
-        parse_instant("2030-09-02T02:00:00")
+def test_the_tests_run_in_a_local_time_zone_other_than_utc() -> None:
+    local = datetime(2030, 9, 2, 2).astimezone()
+    assert local.utcoffset() == timedelta(hours=5, minutes=30)
+
+
+def test_a_local_time_is_rendered_as_the_same_instant_in_utc() -> None:
+    local = datetime(2030, 9, 2, 7, 30).astimezone()
+    assert format_instant(local) == "2030-09-02T02:00:00.000Z"
+    assert parse_instant("2030-09-02T07:30:00+05:30") == datetime(2030, 9, 2, 2, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2030-09-02T02:00:00",  # no offset
+        "20300902T020000Z",  # ISO 8601 basic format
+        "2030-W36-1T02:00:00+00:00",  # ISO week date
+        "2030-09-02 02:00:00Z",  # space instead of T
+        "2030-09-02T02:00Z",  # no seconds
+        "2030-09-02T02:00:00+0800",  # offset without colon
+        "2030-09-02T02:00:00.000Z\n",  # trailing line break
+        "\uff12\uff10\uff13\uff10-09-02T02:00:00Z",  # non-ASCII digits
+    ],
+)
+def test_parsing_reads_only_rfc_3339_date_times(text: str) -> None:
+    with pytest.raises(ValueError, match="RFC 3339"):
+        parse_instant(text)
 
 
 def test_parse_instant_refuses_instants_outside_the_representable_utc_range():

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from expert_booking import settings as settings_module
 from expert_booking.settings import Settings, SettingsError, parse_port
 
 
@@ -131,3 +132,30 @@ def test_parse_port_accepts_the_tcp_port_range(raw: str, port: int) -> None:
 def test_the_port_parser_refuses_anything_else(raw: str) -> None:
     with pytest.raises(SettingsError):
         Settings.from_env({"PORT": raw})
+
+
+def test_the_http_bounds_and_the_client_clock_tolerance_are_read_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {
+            "CLIENT_CLOCK_TOLERANCE_SECONDS": "30",
+            "HTTP_MAX_HEADER_BYTES": "4096",
+            "HTTP_MAX_HEADERS": "20",
+            "HTTP_HEADER_TIMEOUT_SECONDS": "2.5",
+            "HTTP_BODY_TIMEOUT_SECONDS": "3",
+            "HTTP_KEEP_ALIVE_SECONDS": "7",
+            "HTTP_MAX_CONNECTIONS": "50",
+        }
+    )
+    assert settings.client_clock_tolerance.total_seconds() == 30
+    assert (settings.http_max_header_bytes, settings.http_max_headers) == (4096, 20)
+    assert (settings.http_header_timeout_seconds, settings.http_body_timeout_seconds) == (2.5, 3)
+    assert (settings.http_keep_alive_seconds, settings.http_max_connections) == (7, 50)
+    defaults = Settings()
+    assert defaults.client_clock_tolerance_seconds == 300
+
+
+@pytest.mark.parametrize("document", ["README.md", ".env.example"])
+def test_every_variable_is_documented(document: str) -> None:
+    text = (Path(__file__).resolve().parents[2] / document).read_text(encoding="utf-8")
+    missing = [name for name in settings_module._VARIABLES if name not in text]
+    assert missing == []

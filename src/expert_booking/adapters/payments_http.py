@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from jsonschema.protocols import Validator
 from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import (
@@ -36,13 +40,19 @@ _tracer = otel_trace.get_tracer(__name__)
 
 REQUEST_SENT_HEADER = "x-mcp-server-request-sent-at"
 PAYMENT_RESPONDED_HEADER = "x-payment-responded-at"
-_STRING_FIELDS = ("bookingId", "status", "amount", "currency")
-_FIELDS = frozenset((*_STRING_FIELDS, "paidAt"))
 _INVALID_SPAN_ID = "0" * 16
+
+
+MAX_ANSWER_BYTES = 64 * 1024
+"""Largest payment answer body read (the contract's answer is ~150 bytes)."""
 
 
 class _MalformedAnswerError(ValueError):
     """The 200 body is not a payment answer of the contract's shape."""
+
+
+class _AnswerTooLargeError(ValueError):
+    """The body is longer than ``MAX_ANSWER_BYTES``."""
 
 
 class HttpPaymentQuery:
@@ -51,7 +61,12 @@ class HttpPaymentQuery:
     The composition root builds the ``httpx.AsyncClient`` (base URL, per-phase timeouts) and
     owns its lifetime. ``deadline_seconds`` bounds the whole exchange: httpx timeouts apply per
     phase, so a service trickling its body would otherwise exceed PAYMENT_TIMEOUT_SECONDS.
-    Every failure to get a well-formed answer (schemas/payment_answer.json) is
+
+    The body is read as it travels (``Accept-Encoding: identity``; a ``Content-Encoding`` is
+    refused, never decoded) and at most ``max_bytes`` of it, so neither a large nor a highly
+    compressed answer can cost memory or event-loop time. It must then be valid against
+    ``schemas/payment_answer.json`` (``answer_schema``, the compiled validator of the schema
+    registry: one source of truth for the shape). Every failure to get such an answer is
     ``PaymentUnavailableError`` (retryable); whether it matches the booking is the domain's call.
     """
 
@@ -61,6 +76,8 @@ class HttpPaymentQuery:
         clock: Clock,
         *,
         deadline_seconds: float,
+        answer_schema: Validator,
+        max_bytes: int = MAX_ANSWER_BYTES,
         tracer: Tracer | None = None,
     ) -> None:
         """Use ``client`` for requests and ``clock`` for the wire timestamps.
@@ -70,17 +87,21 @@ class HttpPaymentQuery:
         self._client = client
         self._clock = clock
         self._deadline_seconds = deadline_seconds
+        self._answer_schema = answer_schema
+        self._max_bytes = max_bytes
         self._tracer = tracer or _tracer
 
     async def query_payment(self, booking_id: str, trace: TraceContext) -> PaymentAnswer:
         """Return the payment's current state as the service reports it.
 
         The request runs in a CLIENT span that is a child of ``trace``; its ``traceparent`` is
-        sent downstream.
+        sent downstream. One log line names the trace, the exchange's times and its outcome
+        (the payment status, or why the service counts as unavailable).
 
         Raises:
-            PaymentUnavailableError: timeout, connection error, non-200 or malformed body;
-                ``details.reason`` is TIMEOUT, CONNECTION, HTTP_STATUS or MALFORMED.
+            PaymentUnavailableError: timeout, connection error, non-200, oversized or
+                malformed body; ``details.reason`` is TIMEOUT, CONNECTION, HTTP_STATUS,
+                TOO_LARGE or MALFORMED.
         """
         with self._tracer.start_as_current_span(
             "payment.query",
@@ -90,70 +111,118 @@ class HttpPaymentQuery:
             record_exception=False,  # exception text may carry the URL
             set_status_on_exception=False,
         ) as span:
+            exchange = _Exchange(trace, _child_traceparent(trace, span))
+            exchange.sent_at = format_instant(self._clock.now())
             try:
-                return await self._query(booking_id, trace, span)
+                answer = await self._query(booking_id, exchange, span)
             except PaymentUnavailableError as exc:
-                span.set_status(Status(StatusCode.ERROR, str(exc.details["reason"])))
+                reason = str(exc.details["reason"])
+                span.set_status(Status(StatusCode.ERROR, reason))
+                exchange.log(f"UNAVAILABLE:{reason}")
                 raise
+            exchange.log(answer.status.value)
+            return answer
 
-    async def _query(self, booking_id: str, trace: TraceContext, span: Span) -> PaymentAnswer:
-        sent_at = format_instant(self._clock.now())
-        headers = {"traceparent": _child_traceparent(trace, span), REQUEST_SENT_HEADER: sent_at}
+    async def _query(self, booking_id: str, exchange: _Exchange, span: Span) -> PaymentAnswer:
+        headers = {
+            "traceparent": exchange.traceparent,
+            REQUEST_SENT_HEADER: exchange.sent_at,
+            "accept": "application/json",
+            "accept-encoding": "identity",
+        }
         try:
-            async with asyncio.timeout(self._deadline_seconds):
-                response = await self._client.get(
-                    "/payments/" + quote(booking_id, safe=""), headers=headers
-                )
+            async with (
+                asyncio.timeout(self._deadline_seconds),
+                self._client.stream(
+                    "GET", "/payments/" + quote(booking_id, safe=""), headers=headers
+                ) as response,
+            ):
+                exchange.http_status = response.status_code
+                exchange.responded_at = response.headers.get(PAYMENT_RESPONDED_HEADER)
+                span.set_attribute("http.response.status_code", response.status_code)
+                if response.status_code != httpx.codes.OK:
+                    raise PaymentUnavailableError(reason="HTTP_STATUS")
+                body = await _read_capped(response, self._max_bytes)
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise PaymentUnavailableError(reason="TIMEOUT") from exc
-        except httpx.DecodingError as exc:
+        except _AnswerTooLargeError as exc:
+            raise PaymentUnavailableError(reason="TOO_LARGE") from exc
+        except _MalformedAnswerError as exc:
             raise PaymentUnavailableError(reason="MALFORMED") from exc
         except httpx.HTTPError as exc:
             raise PaymentUnavailableError(reason="CONNECTION") from exc
-        received_at = format_instant(self._clock.now())
-        span.set_attribute("http.response.status_code", response.status_code)
-        logger.info(
-            "payment answer: status %s, sent %s, payment service responded %s, received %s",
-            response.status_code,
-            sent_at,
-            response.headers.get(PAYMENT_RESPONDED_HEADER),
-            received_at,
-            extra={
-                "booking_id": booking_id,
-                "http_status": response.status_code,
-                "request_sent_at": sent_at,
-                "payment_responded_at": response.headers.get(PAYMENT_RESPONDED_HEADER),
-                "response_received_at": received_at,
-            },
-        )
-        if response.status_code != httpx.codes.OK:
-            raise PaymentUnavailableError(reason="HTTP_STATUS")
+        received = self._clock.now()
+        exchange.received_at = format_instant(received)
         try:
-            return _parse_answer(response.json())
+            return self._parse_answer(body, received)
         except (ValueError, RecursionError) as exc:  # JSON, UTF-8, shape, status, timestamps
             raise PaymentUnavailableError(reason="MALFORMED") from exc
 
+    def _parse_answer(self, body: bytes, received_at: datetime) -> PaymentAnswer:
+        doc: Any = json.loads(body.decode("utf-8"))
+        if not self._answer_schema.is_valid(doc):
+            raise _MalformedAnswerError("not a payment answer (schemas/payment_answer.json)")
+        paid_at = doc["paidAt"]
+        return PaymentAnswer(
+            booking_id=doc["bookingId"],
+            status=PaymentStatus(doc["status"]),
+            amount=doc["amount"],
+            currency=doc["currency"],
+            paid_at=None if paid_at is None else parse_instant(paid_at),
+            received_at=received_at,
+        )
 
-def _parse_answer(doc: Any) -> PaymentAnswer:
-    if not isinstance(doc, dict):
-        raise _MalformedAnswerError("not an object")
-    if doc.keys() != _FIELDS:  # the contract's closed shape: missing or unknown keys
-        raise _MalformedAnswerError("not the five fields of a payment answer")
-    for name in _STRING_FIELDS:
-        if not isinstance(doc[name], str):
-            raise _MalformedAnswerError(f"{name} is not a string")
-    paid_at = doc["paidAt"]
-    if paid_at is not None and not isinstance(paid_at, str):
-        raise _MalformedAnswerError("paidAt is neither a string nor null")
-    if doc["status"] not in PaymentStatus.__members__:
-        raise _MalformedAnswerError("unknown payment status")
-    return PaymentAnswer(
-        booking_id=doc["bookingId"],
-        status=PaymentStatus(doc["status"]),
-        amount=doc["amount"],
-        currency=doc["currency"],
-        paid_at=None if paid_at is None else parse_instant(paid_at),
-    )
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The body as sent (no content decoding), refused once it exceeds ``limit`` bytes."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in {"", "identity"}:
+        raise _MalformedAnswerError("a Content-Encoding was sent although identity was asked")
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _AnswerTooLargeError
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():  # identity only (checked above): as sent
+        size += len(chunk)
+        if size > limit:
+            raise _AnswerTooLargeError
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """What one payment query's log line reports."""
+
+    trace: TraceContext
+    traceparent: str
+    sent_at: str = ""
+    http_status: int | None = None
+    responded_at: str | None = None
+    received_at: str | None = None
+
+    def log(self, outcome: str) -> None:
+        """One line: the trace, the payment span, the times and the outcome; no customer data."""
+        span_id = self.traceparent.split("-")[2]
+        logger.info(
+            "payment query %s: HTTP %s, sent %s, payment service responded %s, received %s",
+            outcome,
+            "-" if self.http_status is None else self.http_status,
+            self.sent_at,
+            self.responded_at or "-",
+            self.received_at or "-",
+            extra={
+                "trace_id": self.trace.trace_id,
+                "span_id": span_id,
+                "parent_span_id": self.trace.span_id,
+                "outcome": outcome,
+                "http_status": self.http_status,
+                "request_sent_at": self.sent_at,
+                "payment_responded_at": self.responded_at,
+                "response_received_at": self.received_at,
+            },
+        )
 
 
 def _parent_context(trace_context: TraceContext) -> Context | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -60,21 +61,42 @@ def format_optional_instant(value: datetime | None) -> str | None:
     return None if value is None else format_instant(value)
 
 
+# RFC 3339 section 5.6 ``date-time`` (``T`` and ``Z`` in either case, as JSON Schema's format
+# check reads it); the calendar is checked by ``datetime`` below.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
 def parse_instant(text: str) -> datetime:
-    """Parse an RFC 3339 timestamp (``Z`` or offset) into an aware UTC datetime.
+    """Parse an RFC 3339 date-time (``Z`` or an offset) into an aware UTC datetime.
+
+    Only RFC 3339's own grammar is read: ``datetime.fromisoformat`` alone also accepts ISO
+    8601 forms such as ``20300101T000000Z``, ``2030-W01-1T00:00:00+00:00`` or
+    ``2030-01-01 00:00Z``, which no contract field allows.
 
     Raises:
-        ValueError: malformed, without offset, a leap second, or outside years 1-9999 in UTC.
+        ValueError: not RFC 3339, a leap second, or outside years 1-9999 in UTC.
     """
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    if parsed.tzinfo is None:
-        msg = "timestamp without offset"
+    if _RFC3339.fullmatch(text) is None:
+        msg = "not an RFC 3339 date-time"
         raise ValueError(msg)
+    parsed = datetime.fromisoformat(text.upper())  # 3.11 reads Z as +00:00
     try:
         return parsed.astimezone(UTC)
     except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
         msg = "timestamp outside years 0001-9999 in UTC"
         raise ValueError(msg) from exc
+
+
+def canonical_idempotency_key(key: str) -> str:
+    """The one spelling of an idempotency key: lower case (UUIDs are case-insensitive, RFC 9562).
+
+    Every command that carries a key holds it in this form, so fingerprints, lookups, stored
+    records and echoed keys agree whatever case the caller used.
+    """
+    return key.lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,13 +153,18 @@ class Payment:
 
 @dataclass(frozen=True, slots=True)
 class PaymentAnswer:
-    """A well-formed answer of the payment service (shape checked, match not yet checked)."""
+    """A well-formed answer of the payment service (shape checked, match not yet checked).
+
+    ``received_at`` is when the answer arrived (the server's clock): a payment cannot have
+    been made after the server heard of it.
+    """
 
     booking_id: str
     status: PaymentStatus
     amount: str
     currency: str
     paid_at: datetime | None
+    received_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +254,15 @@ class Booking:
             currency=self.payment.price.currency,
             version=self.version,
         )
+
+    @property
+    def intent_issued_at(self) -> datetime:
+        """When the server issued the current intent: the hold, for the version-1 intent.
+
+        A booking has a confirmation intent only while HELD with payment PENDING, which today
+        is version 1 only, issued by ``hold_slot`` at ``held_at``.
+        """
+        return self.held_at
 
     @property
     def confirmation_intent(self) -> ConfirmationIntent | None:

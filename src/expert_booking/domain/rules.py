@@ -36,7 +36,9 @@ def check_approval(
 ) -> None:
     """Refuse unless a person approved exactly this booking, recently.
 
-    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), hash, six fields.
+    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), not dated before
+    the intent was issued (less ``skew``: a person cannot approve what did not exist yet), hash,
+    six fields.
 
     Raises:
         HumanApprovalRequiredError, HumanApprovalRejectedError, HumanApprovalExpiredError,
@@ -57,6 +59,14 @@ def check_approval(
             reason="STALE",
             approval_ttl_seconds=int(ttl.total_seconds()),
         )
+    issued_at = booking.intent_issued_at
+    if approval.approved_at < issued_at - skew:
+        raise HumanApprovalExpiredError(
+            "The approval is dated before the server issued the intent it approves.",
+            booking_id=booking.booking_id,
+            reason="BEFORE_INTENT",
+            intent_issued_at=issued_at,
+        )
     if approval.intent.digest() != approval.intent_hash:
         raise ApprovalIntentHashMismatchError(booking_id=booking.booking_id)
     current = booking.intent
@@ -69,14 +79,20 @@ def check_approval(
         raise ApprovalIntentMismatchError(booking_id=booking.booking_id, fields=fields)
 
 
-def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> Booking:
+def apply_payment(
+    booking: Booking, answer: PaymentAnswer, *, now: datetime, skew: timedelta
+) -> Booking:
     """Return the booking after a payment answer, or raise when it must not change.
 
     FAILED/CLOSED produce a released booking that the caller commits, then reports with
-    :func:`payment_refusal`; PAID with an exact match produces the CONFIRMED booking.
+    :func:`payment_refusal`; PAID with an exact match produces the CONFIRMED booking. A PAID
+    answer's paid time must lie between the hold (``held_at``) and the answer's arrival,
+    each with ``skew`` of tolerance: a payment cannot precede the booking it pays for, nor
+    follow the answer that reports it.
 
     Raises:
-        PaymentMismatchError: another booking, amount or currency, or PAID without a paid time.
+        PaymentMismatchError: another booking, amount or currency, PAID without a paid time
+            or with one outside that window (``details.fields`` names them).
         PaymentPendingError: the payment is still PENDING (nothing changes).
     """
     price = booking.payment.price
@@ -86,7 +102,10 @@ def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> 
             ("booking_id", answer.booking_id == booking.booking_id),
             ("amount", answer.amount == price.amount),
             ("currency", answer.currency == price.currency),
-            ("paid_at", answer.status is not PaymentStatus.PAID or answer.paid_at is not None),
+            (
+                "paid_at",
+                answer.status is not PaymentStatus.PAID or _paid_in_window(booking, answer, skew),
+            ),
         )
         if not ok
     ]
@@ -116,6 +135,11 @@ def apply_payment(booking: Booking, answer: PaymentAnswer, *, now: datetime) -> 
             paid_at=answer.paid_at if status is PaymentStatus.PAID else None,
         ),
     )
+
+
+def _paid_in_window(booking: Booking, answer: PaymentAnswer, skew: timedelta) -> bool:
+    paid_at = answer.paid_at
+    return paid_at is not None and booking.held_at - skew <= paid_at <= answer.received_at + skew
 
 
 def payment_refusal(booking: Booking) -> PaymentFailedError | PaymentClosedError | None:

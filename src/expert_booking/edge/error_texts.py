@@ -102,9 +102,11 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         recovery="The user rejected this booking; do not confirm it. Ask what they want instead.",
     ),
     ErrorCode.HUMAN_APPROVAL_EXPIRED: ErrorText(
-        message="The approval is not fresh (too old or dated in the future).",
-        recovery="The approval is too old or dated in the future; ask the user to approve "
-        "the current confirmationIntent again and send the fresh approval.",
+        message="The approval is not fresh (too old, dated in the future, or dated before "
+        "the intent it approves was issued).",
+        recovery="The approval is too old, dated in the future, or dated before the server "
+        "issued the intent it approves (details.reason STALE, FUTURE or BEFORE_INTENT); ask "
+        "the user to approve the current confirmationIntent again and send the fresh approval.",
     ),
     ErrorCode.APPROVAL_INTENT_HASH_MISMATCH: ErrorText(
         message="intentHash is not the SHA-256 of the approved intent.",

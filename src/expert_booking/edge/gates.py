@@ -3,34 +3,36 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import timedelta
 from typing import Any, Final
 
 from mcp_types import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from expert_booking.edge.timestamps import MCP_PATHS
+from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
+from expert_booking.edge.client_time import check_client_sent_at
+from expert_booking.edge.refusals import Refusal, RefusalLog, send_jsonrpc_error
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_HEADER,
-    CLIENT_SENT_META,
     SCOPE_CLIENT_SENT_AT,
+    SCOPE_RECEIVED_AT,
     SUPPORTED_PROTOCOL_VERSION,
 )
-from expert_booking.settings import SettingsError
 
-MISSING_CLIENT_TIMESTAMP: Final = "MISSING_CLIENT_TIMESTAMP"
-CLIENT_TIMESTAMP_MISMATCH: Final = "CLIENT_TIMESTAMP_MISMATCH"
-CLIENT_TIMESTAMP_FORMAT: Final = "YYYY-MM-DDTHH:MM:SS.mmmZ"
+MAX_JSON_DEPTH: Final = 64
+"""Deepest nesting of objects and arrays a request body may have (the top level is 1)."""
 
 _HOST = b"host"
 _ORIGIN = b"origin"
 _VERSION = b"mcp-protocol-version"
 _CLIENT_SENT = CLIENT_SENT_HEADER.encode()
 _CONTENT_LENGTH = b"content-length"
-_READ_HEADERS = frozenset({_HOST, _ORIGIN, _VERSION, _CLIENT_SENT, _CONTENT_LENGTH})
+_CONTENT_TYPE = b"content-type"
+_ACCEPT = b"accept"
+_READ_HEADERS = frozenset(
+    {_HOST, _ORIGIN, _VERSION, _CLIENT_SENT, _CONTENT_LENGTH, _CONTENT_TYPE, _ACCEPT}
+)
 _LOWERCASED = frozenset({_HOST, _ORIGIN})
 _OWS = b" \t"
 _SUPPORTED = [SUPPORTED_PROTOCOL_VERSION]
@@ -38,171 +40,39 @@ _SEND_VERSION = (
     f"Send MCP-Protocol-Version: {SUPPORTED_PROTOCOL_VERSION}; "
     f"this server supports only {SUPPORTED_PROTOCOL_VERSION}"
 )
-_CLIENT_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
-_STAMP_HOWTO = (
-    f"send header {CLIENT_SENT_HEADER} and params._meta.{CLIENT_SENT_META} with the same "
-    f"RFC 3339 UTC timestamp ({CLIENT_TIMESTAMP_FORMAT}) taken when the request is sent"
-)
-
-
-def _split_authority(authority: str) -> tuple[str, str | None] | None:
-    """Split ``host[:port]`` (IPv6 in brackets) into a name and a port; None if malformed."""
-    if authority.startswith("["):
-        end = authority.find("]") + 1
-        name, rest = (authority[:end], authority[end:]) if end else ("", "")
-        colon, port = rest[:1], rest[1:]
-        if rest and colon != ":":
-            name = ""
-    elif authority.count(":") > 1:  # a bare IPv6 literal in configuration
-        name, colon, port = f"[{authority}]", "", ""
-    else:
-        name, colon, port = authority.partition(":")
-    if not name or (colon and not (port.isascii() and port.isdigit())):
-        return None
-    return name, port if colon else None
+_JSON = "application/json"
+_ACCEPTS_JSON = frozenset({_JSON, "application/*", "*/*"})
 
 
 @dataclass(frozen=True, slots=True)
-class HostAllowList:
-    """Allowed ``Host`` values: names allowed with any or no port, and exact ``name:port`` pairs."""
+class GateLimits:
+    """What the gate bounds: the body size, and how far the client's clock may be off."""
 
-    any_port: frozenset[str]
-    exact: frozenset[str]
-
-    @classmethod
-    def from_entries(cls, entries: tuple[str, ...]) -> HostAllowList:
-        """Build from ``ALLOWED_HOSTS`` entries (``127.0.0.1``, ``[::1]``, ``example.com:8443``).
-
-        Raises:
-            SettingsError: an entry is not a host name with an optional port.
-        """
-        any_port: set[str] = set()
-        exact: set[str] = set()
-        for entry in entries:
-            split = _split_authority(entry.strip().lower())
-            if split is None:
-                raise SettingsError(f"ALLOWED_HOSTS entry {entry!r} is not host[:port]")
-            name, port = split
-            if port is None:
-                any_port.add(name)
-            else:
-                exact.add(f"{name}:{port}")
-        return cls(frozenset(any_port), frozenset(exact))
-
-    def allows(self, host: str) -> bool:
-        """Whether a (trimmed, lower-cased) ``Host`` header value is allowed."""
-        split = _split_authority(host)
-        if split is None:
-            return False
-        name, port = split
-        return name in self.any_port or (port is not None and f"{name}:{port}" in self.exact)
-
-    def sdk_patterns(self) -> list[str]:
-        """The same list for the SDK's ``TransportSecuritySettings`` (``name:*`` needs a port)."""
-        return sorted({*self.any_port, *(f"{name}:*" for name in self.any_port), *self.exact})
-
-
-@dataclass(frozen=True, slots=True)
-class OriginAllowList:
-    """Allowed ``Origin`` values: ``scheme://host`` with any port, and exact ``scheme://host:port``."""
-
-    any_port: frozenset[str]
-    exact: frozenset[str]
-
-    @classmethod
-    def from_entries(cls, entries: tuple[str, ...]) -> OriginAllowList:
-        """Build from ``ALLOWED_ORIGINS`` entries (``http://127.0.0.1``, ``https://a.example:8443``).
-
-        Raises:
-            SettingsError: an entry is not ``scheme://host[:port]``.
-        """
-        any_port: set[str] = set()
-        exact: set[str] = set()
-        for entry in entries:
-            split = _split_origin(entry.strip().lower().rstrip("/"))
-            if split is None:
-                raise SettingsError(f"ALLOWED_ORIGINS entry {entry!r} is not scheme://host[:port]")
-            base, port = split
-            if port is None:
-                any_port.add(base)
-            else:
-                exact.add(f"{base}:{port}")
-        return cls(frozenset(any_port), frozenset(exact))
-
-    def allows(self, origin: str) -> bool:
-        """Whether a (trimmed, lower-cased, non-empty) ``Origin`` header value is allowed."""
-        split = _split_origin(origin)
-        if split is None:
-            return False
-        base, port = split
-        return base in self.any_port or (port is not None and f"{base}:{port}" in self.exact)
-
-    def sdk_patterns(self) -> list[str]:
-        """The same list for the SDK's ``TransportSecuritySettings``."""
-        return sorted({*self.any_port, *(f"{base}:*" for base in self.any_port), *self.exact})
-
-
-def _split_origin(origin: str) -> tuple[str, str | None] | None:
-    scheme, sep, authority = origin.partition("://")
-    if not sep or not scheme.isalpha() or not authority or "/" in authority or "@" in authority:
-        return None
-    split = _split_authority(authority)
-    if split is None:
-        return None
-    return f"{scheme}://{split[0]}", split[1]
-
-
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    status: int
-    code: int
-    message: str
-    data: dict[str, Any] | None = None
-    request_id: Any = None
-    allow_post: bool = False
-
-
-async def send_jsonrpc_error(
-    send: Send,
-    *,
-    status: int,
-    code: int,
-    message: str,
-    data: dict[str, Any] | None = None,
-    request_id: Any = None,
-    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
-) -> None:
-    """Send ``{"jsonrpc":"2.0","id":..,"error":{..}}`` as ``application/json`` with ``status``."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": request_id, "error": error}, separators=(",", ":")
-    ).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        *extra_headers,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    max_body_bytes: int
+    client_clock_tolerance: timedelta
 
 
 class McpRequestGate:
-    """Pure-ASGI gate for the MCP paths, outside the web framework (so it sees raw headers).
+    """Pure-ASGI gate of the MCP endpoint, outside the web framework (so it sees raw headers).
 
-    Other paths and the lifespan pass through untouched. On the MCP paths it checks, in this
-    order (each refusal is a JSON-RPC error, ``application/json``, and no handler runs):
+    The router (``edge.http_app``) sends it exactly the requests that reach MCP, nothing
+    else. It checks, in this order (each refusal is a JSON-RPC error, ``application/json``,
+    one line of ``RefusalLog``, and no handler runs):
 
-    1. ``Host`` (421) and ``Origin`` (403) against the allow-lists; a missing Origin is allowed.
+    1. ``Host`` (421; a bare IPv6 literal without brackets is malformed) and ``Origin`` (403)
+       against the allow-lists; a missing Origin is allowed.
     2. Method: anything but POST gets 405 with ``Allow: POST``.
-    3. Body: over ``max_body_bytes`` (declared or streamed) gets 413.
-    4. ``MCP-Protocol-Version``: missing (-32020) or anything but 2026-07-28 (-32022) gets 400.
-    5. JSON: unparseable gets 400 / -32700. A non-object body goes on to the SDK (-32600).
-    6. Client timestamp: header ``x-mcp-client-sent-at`` and ``params._meta.clientSentAt`` must
-       both be ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (a real UTC calendar instant, exactly millisecond
-       precision, no other offset) and equal, else 400 / -32600 with ``data.code``
-       ``MISSING_CLIENT_TIMESTAMP`` or ``CLIENT_TIMESTAMP_MISMATCH``.
+    3. ``Content-Type`` must be ``application/json`` (400) and ``Accept`` must admit it (406),
+       as the SDK requires, so the SDK never answers these in plain text.
+    4. Body: over ``max_body_bytes`` (declared or streamed) gets 413.
+    5. ``MCP-Protocol-Version``: missing (-32020) or anything but 2026-07-28 (-32022) gets 400.
+    6. JSON: unparseable gets 400 / -32700; nested deeper than ``MAX_JSON_DEPTH`` gets 400 /
+       -32600 (``data.code`` ``JSON_TOO_DEEP``). A non-object body goes on to the SDK (-32600).
+    7. Client timestamp (``edge.client_time``): header ``x-mcp-client-sent-at`` and
+       ``params._meta.clientSentAt`` in the millisecond form, equal, and within
+       ``client_clock_tolerance`` of the ingress time ``TimestampLayer`` recorded, else 400 /
+       -32600 with ``data.code`` ``MISSING_CLIENT_TIMESTAMP``, ``CLIENT_TIMESTAMP_MISMATCH``
+       or ``CLIENT_TIMESTAMP_OUT_OF_RANGE``.
 
     Header values are compared after trimming optional whitespace; when a request carries such
     whitespace (or an upper-case Host/Origin) the scope's headers are rewritten trimmed so the
@@ -210,7 +80,7 @@ class McpRequestGate:
     the buffered body is replayed to the inner app.
     """
 
-    __slots__ = ("_app", "_hosts", "_max_body_bytes", "_origins", "_paths")
+    __slots__ = ("_app", "_hosts", "_limits", "_log", "_origins")
 
     def __init__(
         self,
@@ -218,60 +88,95 @@ class McpRequestGate:
         *,
         hosts: HostAllowList,
         origins: OriginAllowList,
-        max_body_bytes: int,
-        paths: Collection[str] = MCP_PATHS,
+        limits: GateLimits,
+        refusal_log: RefusalLog | None = None,
     ) -> None:
-        """Wrap ``app``; ``paths`` are the exact request paths to gate."""
+        """Gate every request before ``app``."""
         self._app = app
         self._hosts = hosts
         self._origins = origins
-        self._max_body_bytes = max_body_bytes
-        self._paths = frozenset(paths)
+        self._limits = limits
+        self._log = refusal_log or RefusalLog()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one ASGI connection."""
-        if scope["type"] != "http" or scope["path"] not in self._paths:
-            await self._app(scope, receive, send)
-            return
+        """Serve one request."""
         headers = _read_headers(scope)
-        refusal = self._check_peer(headers) or _check_method(scope["method"])
-        if refusal is None:
-            refusal = _check_declared_length(headers.get(_CONTENT_LENGTH), self._max_body_bytes)
+        limit = self._limits.max_body_bytes
+        refusal = (
+            self._check_peer(headers)
+            or _check_method(scope["method"])
+            or _check_media_types(headers)
+            or _check_declared_length(headers.get(_CONTENT_LENGTH), limit)
+        )
         if refusal is not None:
-            await _send_refusal(send, refusal)
+            await self._refuse(scope, send, refusal, None)
             return
-        body = await _read_body(receive, self._max_body_bytes)
+        body = await _read_body(receive, limit)
         if body is None:  # the client went away
             return
-        if isinstance(body, _Refusal):
-            await _send_refusal(send, body)
+        if isinstance(body, Refusal):
+            await self._refuse(scope, send, body, None)
             return
-        outcome = _check_message(headers, body)
-        if isinstance(outcome, _Refusal):
-            await _send_refusal(send, outcome)
+        decoded, refusal = _check_message(headers, body)
+        if refusal is None and isinstance(decoded, dict):
+            outcome = check_client_sent_at(
+                headers.get(_CLIENT_SENT, ""),
+                decoded,
+                _request_id(decoded),
+                received_at=scope.get(SCOPE_RECEIVED_AT),
+                tolerance=self._limits.client_clock_tolerance,
+            )
+            if isinstance(outcome, Refusal):
+                refusal = outcome
+            else:
+                scope[SCOPE_CLIENT_SENT_AT] = outcome
+        if refusal is not None:
+            await self._refuse(scope, send, refusal, decoded)
             return
-        if outcome is not None:
-            scope[SCOPE_CLIENT_SENT_AT] = outcome
         await self._app(scope, _replay(body, receive), send)
 
-    def _check_peer(self, headers: dict[bytes, str | None]) -> _Refusal | None:
+    async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, decoded: Any) -> None:
+        rpc_method = decoded.get("method") if isinstance(decoded, dict) else None
+        self._log.refused(
+            status=refusal.status,
+            reason=refusal.reason,
+            http_method=scope.get("method"),
+            peer=scope.get("client"),
+            rpc_method=rpc_method if isinstance(rpc_method, str) else None,
+            refused_value=refusal.refused_value,
+        )
+        await send_jsonrpc_error(
+            send,
+            status=refusal.status,
+            code=refusal.code,
+            message=refusal.message,
+            data=refusal.data,
+            request_id=refusal.request_id,
+            extra_headers=((b"allow", b"POST"),) if refusal.allow_post else (),
+        )
+
+    def _check_peer(self, headers: dict[bytes, str | None]) -> Refusal | None:
         host = headers.get(_HOST)
         if not host or not self._hosts.allows(host):
-            return _Refusal(
+            return Refusal(
                 421,
                 INVALID_REQUEST,
                 "Host header not allowed: connect to this server by one of its configured "
                 "host names (ALLOWED_HOSTS)",
+                "HOST_NOT_ALLOWED",
                 {"code": "HOST_NOT_ALLOWED"},
+                refused_value=host,
             )
         origin = headers.get(_ORIGIN, "")
         if origin is None or (origin and not self._origins.allows(origin)):
-            return _Refusal(
+            return Refusal(
                 403,
                 INVALID_REQUEST,
                 "Origin not allowed: send requests from a configured origin (ALLOWED_ORIGINS) "
                 "or without an Origin header",
+                "ORIGIN_NOT_ALLOWED",
                 {"code": "ORIGIN_NOT_ALLOWED"},
+                refused_value=origin,
             )
         return None
 
@@ -301,35 +206,66 @@ def _read_headers(scope: Scope) -> dict[bytes, str | None]:
     return found
 
 
-def _check_method(method: str) -> _Refusal | None:
+def _check_method(method: str) -> Refusal | None:
     if method == "POST":
         return None
-    return _Refusal(
+    return Refusal(
         405,
         INVALID_REQUEST,
         f"Only POST is supported on /mcp: MCP {SUPPORTED_PROTOCOL_VERSION} has no GET stream "
         f"and no session to DELETE. {_SEND_VERSION}",
+        "METHOD_NOT_ALLOWED",
         {"supported": _SUPPORTED},
         allow_post=True,
     )
 
 
-def _too_large(limit: int) -> _Refusal:
-    return _Refusal(
+def _check_media_types(headers: dict[bytes, str | None]) -> Refusal | None:
+    """The SDK's Content-Type and Accept rules (JSON responses), answered as JSON-RPC."""
+    content_type = headers.get(_CONTENT_TYPE) or ""
+    parts = [part.strip() for part in content_type.split(";")[0].split(",")]
+    if not content_type.lower().startswith(_JSON) or _JSON not in parts:
+        return Refusal(
+            400,
+            INVALID_REQUEST,
+            "Unsupported Content-Type: send the JSON-RPC request with "
+            "Content-Type: application/json",
+            "UNSUPPORTED_CONTENT_TYPE",
+            {"code": "UNSUPPORTED_CONTENT_TYPE", "expected": _JSON},
+            refused_value=content_type,
+        )
+    accept = headers.get(_ACCEPT) or ""
+    types = {item.split(";")[0].strip().lower() for item in accept.split(",")}
+    if not types & _ACCEPTS_JSON:
+        return Refusal(
+            406,
+            INVALID_REQUEST,
+            "Not Acceptable: this server answers with application/json; send "
+            "Accept: application/json, text/event-stream",
+            "NOT_ACCEPTABLE",
+            {"code": "NOT_ACCEPTABLE", "expected": _JSON},
+            refused_value=accept,
+        )
+    return None
+
+
+def _too_large(limit: int) -> Refusal:
+    return Refusal(
         413,
         INVALID_REQUEST,
         f"Request body is larger than {limit} bytes; send a smaller request",
+        "REQUEST_TOO_LARGE",
         {"code": "REQUEST_TOO_LARGE", "maxBytes": limit},
     )
 
 
-def _check_declared_length(declared: str | None, limit: int) -> _Refusal | None:
+def _check_declared_length(declared: str | None, limit: int) -> Refusal | None:
     if declared and declared.isdigit() and int(declared) > limit:
         return _too_large(limit)
     return None
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | _Refusal | None:
+async def _read_body(receive: Receive, limit: int) -> bytes | Refusal | None:
     """Read the whole body; a refusal past ``limit``, None when the client disconnects."""
     chunks: list[bytes] = []
     size = 0
@@ -346,28 +282,63 @@ async def _read_body(receive: Receive, limit: int) -> bytes | _Refusal | None:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _check_message(headers: dict[bytes, str | None], body: bytes) -> str | _Refusal | None:
-    """Version, JSON and client-timestamp checks; the validated client time on success."""
+def _check_message(headers: dict[bytes, str | None], body: bytes) -> tuple[Any, Refusal | None]:
+    """Version and JSON checks: the parsed body (or ``_UNPARSEABLE``) and any refusal."""
     try:
         decoded: Any = json.loads(body)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        decoded = _TOO_DEEP
+    except ValueError:
         decoded = _UNPARSEABLE
     request_id = _request_id(decoded)
     refusal = _check_version(headers, request_id)
     if refusal is not None:
-        return refusal
+        return decoded, refusal
     if decoded is _UNPARSEABLE:
-        return _Refusal(
+        return decoded, Refusal(
             400,
             PARSE_ERROR,
             "Parse error: the body is not valid JSON; send one JSON-RPC request object",
+            "PARSE_ERROR",
         )
-    if not isinstance(decoded, dict):
-        return None  # a batch or a scalar: the SDK answers -32600 itself
-    return _check_client_sent_at(headers.get(_CLIENT_SENT, ""), decoded, request_id)
+    if decoded is _TOO_DEEP or _deeper_than(body, decoded, MAX_JSON_DEPTH):
+        return decoded, Refusal(
+            400,
+            INVALID_REQUEST,
+            f"Invalid Request: the JSON body is nested deeper than {MAX_JSON_DEPTH} levels of "
+            "objects and arrays; send a flatter request",
+            "JSON_TOO_DEEP",
+            {"code": "JSON_TOO_DEEP", "maxDepth": MAX_JSON_DEPTH},
+            request_id,
+        )
+    return decoded, None
 
 
 _UNPARSEABLE: Final = object()
+_TOO_DEEP: Final = object()
+
+
+def _deeper_than(body: bytes, decoded: Any, limit: int) -> bool:
+    """Whether objects and arrays nest more than ``limit`` deep (the top level is 1).
+
+    A body with at most ``limit`` opening brackets cannot nest deeper (strings may hold
+    brackets too, which only overcounts), so almost every request skips the walk.
+    """
+    if body.count(b"{") + body.count(b"[") <= limit:
+        return False
+    pending: list[tuple[Any, int]] = [(decoded, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _request_id(decoded: Any) -> Any:
@@ -380,89 +351,36 @@ def _request_id(decoded: Any) -> Any:
     return None
 
 
-def _check_version(headers: dict[bytes, str | None], request_id: Any) -> _Refusal | None:
+def _check_version(headers: dict[bytes, str | None], request_id: Any) -> Refusal | None:
     requested = headers.get(_VERSION, "")
     if requested == SUPPORTED_PROTOCOL_VERSION:
         return None
     if requested is None:
-        return _Refusal(
+        return Refusal(
             400,
             HEADER_MISMATCH,
             f"MCP-Protocol-Version header appears more than once. {_SEND_VERSION}",
+            "PROTOCOL_VERSION_REPEATED",
             {"supported": _SUPPORTED},
             request_id,
         )
     if not requested:
-        return _Refusal(
+        return Refusal(
             400,
             HEADER_MISMATCH,
             f"Missing MCP-Protocol-Version header. {_SEND_VERSION}",
+            "MISSING_PROTOCOL_VERSION",
             {"supported": _SUPPORTED},
             request_id,
         )
-    return _Refusal(
+    return Refusal(
         400,
         UNSUPPORTED_PROTOCOL_VERSION,
         f"Unsupported protocol version. {_SEND_VERSION}",
+        "UNSUPPORTED_PROTOCOL_VERSION",
         {"supported": _SUPPORTED, "requested": requested},
         request_id,
-    )
-
-
-def _is_client_time(value: object) -> bool:
-    if not isinstance(value, str) or _CLIENT_TIME.fullmatch(value) is None:
-        return False
-    try:
-        datetime.fromisoformat(value[:-1])  # calendar check: month 13 or hour 24 fail here
-    except ValueError:
-        return False
-    return True
-
-
-def _check_client_sent_at(
-    header: str | None, message: dict[str, Any], request_id: Any
-) -> str | _Refusal:
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    in_meta = meta.get(CLIENT_SENT_META) if isinstance(meta, dict) else None
-    problems: list[str] = []
-    if not header:
-        problems.append(f"header {CLIENT_SENT_HEADER} is missing or repeated")
-    elif not _is_client_time(header):
-        problems.append(f"header {CLIENT_SENT_HEADER} is not {CLIENT_TIMESTAMP_FORMAT}")
-    if in_meta is None:
-        problems.append(f"params._meta.{CLIENT_SENT_META} is missing")
-    elif in_meta != header and not _is_client_time(in_meta):
-        problems.append(f"params._meta.{CLIENT_SENT_META} is not {CLIENT_TIMESTAMP_FORMAT}")
-    if problems or header is None:
-        return _Refusal(
-            400,
-            INVALID_REQUEST,
-            f"Missing or malformed client timestamp: {'; '.join(problems)}. To fix, {_STAMP_HOWTO}",
-            {"code": MISSING_CLIENT_TIMESTAMP, "problems": problems},
-            request_id,
-        )
-    if in_meta != header:
-        return _Refusal(
-            400,
-            INVALID_REQUEST,
-            f"Client timestamp mismatch: header {CLIENT_SENT_HEADER} and "
-            f"params._meta.{CLIENT_SENT_META} differ. To fix, {_STAMP_HOWTO}",
-            {"code": CLIENT_TIMESTAMP_MISMATCH},
-            request_id,
-        )
-    return header
-
-
-async def _send_refusal(send: Send, refusal: _Refusal) -> None:
-    await send_jsonrpc_error(
-        send,
-        status=refusal.status,
-        code=refusal.code,
-        message=refusal.message,
-        data=refusal.data,
-        request_id=refusal.request_id,
-        extra_headers=((b"allow", b"POST"),) if refusal.allow_post else (),
+        refused_value=requested,
     )
 
 

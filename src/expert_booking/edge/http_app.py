@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from litestar import Litestar, get
-from litestar.handlers import asgi
-from litestar.types import Receive, Scope, Send
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from expert_booking.edge.gates import HostAllowList, McpRequestGate, OriginAllowList
+from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
+from expert_booking.edge.gates import GateLimits, McpRequestGate
 from expert_booking.edge.timestamps import TimestampLayer
 from expert_booking.ports import Clock
 from expert_booking.settings import Settings
 
 Lifespan = Callable[[Litestar], AbstractAsyncContextManager[None]]
+MCP_PATHS: Final = frozenset({"/mcp", "/mcp/"})
+"""The decoded request paths that are the MCP endpoint (a trailing slash is the same one)."""
 
 
 @get("/healthz", sync_to_thread=False)
@@ -37,20 +38,21 @@ def create_app(
 ) -> ASGIApp:
     """Build the ASGI application that uvicorn serves.
 
-    ``POST /mcp`` reaches ``mcp_server`` through the SDK's ``StreamableHTTPSessionManager``
-    (stateless, JSON responses, its own DNS-rebinding guard and body limit kept on as defence in
-    depth); ``GET /healthz`` answers ``{"status": "ok"}``. Around Litestar sit, outermost first,
-    :class:`~expert_booking.edge.timestamps.TimestampLayer` (ingress time taken before routing;
-    every ``/mcp`` response, refusals included, carries both server timestamps) and
+    The outermost callable is :class:`McpRouter`. ``/mcp`` goes through
+    :class:`~expert_booking.edge.timestamps.TimestampLayer` (ingress time first; every MCP
+    response, refusals included, carries both server timestamps) and
     :class:`~expert_booking.edge.gates.McpRequestGate` (the contract's refusals as JSON-RPC
-    errors, before Litestar or the SDK sees the request). The returned callable is the outermost.
+    errors) straight to the SDK's ``StreamableHTTPSessionManager`` (stateless, JSON
+    responses, its own DNS-rebinding guard and body limit kept on as defence in depth). Every
+    other path goes to Litestar: ``GET /healthz`` answers ``{"status": "ok"}``, the rest 404.
+    Litestar's lifespan opens ``lifespans`` and runs the session manager.
 
     Each call builds a new session manager (it can run only once), so build one app per server
     or test. Drive its lifespan (uvicorn does; in process see ``harness.inprocess``).
 
     Args:
         mcp_server: the low-level MCP server with the tools.
-        settings: host/origin allow-lists and the body limit are read from here.
+        settings: host/origin allow-lists, the body limit and the client clock tolerance.
         clock: the source of the server wire timestamps.
         lifespans: resources to open before the MCP session manager starts and close after it
             stops, in this order.
@@ -71,13 +73,6 @@ def create_app(
         ),
         max_request_body_size=settings.max_body_bytes,
     )
-    forward = session_manager.handle_request
-
-    @asgi("/mcp", is_mount=False, copy_scope=False)
-    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        # copy_scope=False: the scope dict the outer layers wrote into is the one the SDK's
-        # Request (ctx.request) holds, which is how tool handlers read the wire timestamps.
-        await forward(cast("Any", scope), cast("Any", receive), cast("Any", send))
 
     @asynccontextmanager
     async def run_session_manager(_app: Litestar) -> AsyncIterator[None]:
@@ -85,16 +80,44 @@ def create_app(
             yield
 
     app = Litestar(
-        route_handlers=[mcp_endpoint, healthz],
+        route_handlers=[healthz],
         lifespan=[*lifespans, run_session_manager],
         debug=False,
         logging_config=None,
         openapi_config=None,
     )
-    gated = McpRequestGate(
-        cast("ASGIApp", app),
+    gate = McpRequestGate(
+        cast("ASGIApp", session_manager.handle_request),
         hosts=hosts,
         origins=origins,
-        max_body_bytes=settings.max_body_bytes,
+        limits=GateLimits(
+            max_body_bytes=settings.max_body_bytes,
+            client_clock_tolerance=settings.client_clock_tolerance,
+        ),
     )
-    return TimestampLayer(gated, clock=clock)
+    return McpRouter(mcp=TimestampLayer(gate, clock=clock), other=cast("ASGIApp", app))
+
+
+class McpRouter:
+    """The one routing decision for MCP: exactly the paths in ``MCP_PATHS`` reach it.
+
+    An HTTP request whose decoded path is ``/mcp`` (or ``/mcp/``) goes to the MCP chain
+    (timestamps, gate, SDK); everything else, lifespan included, goes to Litestar, which has
+    no MCP route, so ``//mcp``, ``/mcp//``, ``/%2Fmcp``, ``/MCP`` or ``/mcp;x`` are its 404.
+    Deciding before the framework matters: Litestar's router drops empty path segments, so
+    a path-based check behind it could be skipped by a spelling it routes to the same handler.
+    """
+
+    __slots__ = ("_mcp", "_other")
+
+    def __init__(self, *, mcp: ASGIApp, other: ASGIApp) -> None:
+        """Send MCP requests to ``mcp``, the rest to ``other``."""
+        self._mcp = mcp
+        self._other = other
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Route one ASGI connection."""
+        if scope["type"] == "http" and scope["path"] in MCP_PATHS:
+            await self._mcp(scope, receive, send)
+        else:
+            await self._other(scope, receive, send)

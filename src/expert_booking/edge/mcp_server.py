@@ -16,6 +16,7 @@ from mcp.shared.inbound import x_mcp_header_map
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import format_instant
 from expert_booking.edge.catalog import ToolCatalog
+from expert_booking.edge.client_time import skew_ms
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
 from expert_booking.edge.observability import (
     ActionLineSink,
@@ -152,7 +153,12 @@ def build_mcp_server(
         args: Mapping[str, Any] = params.arguments or {}
         span_id = args.get("requestSpanId")
         trace_id = derive_trace_id(span_id if isinstance(span_id, str) else None)
-        with observer.action(params.name, trace_id=trace_id, caller=caller_of(ctx.meta)) as action:
+        with observer.action(
+            params.name,
+            trace_id=trace_id,
+            caller=caller_of(ctx.meta),
+            client_skew_ms=skew_ms(client_sent_at, server_received_at),
+        ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
             outcome = await dispatcher.run(params.name, args, action, context)
             envelope = _envelope(outcome, client_sent_at, server_received_at, clock)

@@ -31,7 +31,18 @@ SOURCE = "expert-booking-mcp"
 ROOT_LOGGER = "expert_booking"
 ACTION_LOGGER = "expert_booking.actions"
 # ``extra`` fields a log record may carry into its JSON line (an allow-list: no customer data).
-LOG_CONTEXT_FIELDS = ("operation_id", "trace_id", "span_id")
+LOG_CONTEXT_FIELDS = (
+    "operation_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "outcome",
+    "http_status",
+    "request_sent_at",
+    "payment_responded_at",
+    "response_received_at",
+    "refusal",
+)
 UNKNOWN_CALLER = "unknown"
 _CALLER_LIMIT = 120
 _ZERO_TRACE = "0" * 32
@@ -75,6 +86,7 @@ class Action:
     caller: str
     error_code: str | None = None
     cache: str = "BYPASS"
+    client_skew_ms: int | None = None
     span: trace.Span | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -157,9 +169,18 @@ class ActionObserver:
         self._spans = spans
 
     def action(
-        self, name: str, *, trace_id: str, caller: str, parent: Action | None = None
+        self,
+        name: str,
+        *,
+        trace_id: str,
+        caller: str,
+        parent: Action | None = None,
+        client_skew_ms: int | None = None,
     ) -> ActionScope:
         """One action for a ``with`` block: a span (under ``parent`` or the caller) and a line.
+
+        ``client_skew_ms`` (server receipt minus ``clientSentAt``) goes on the line as
+        ``clientSkewMs`` so clock drift can be alerted on; a child action has its parent's.
 
         The caller's request is modelled as a remote parent span on the derived trace id, so
         every span of one ``requestSpanId`` shares one trace even without an incoming
@@ -184,6 +205,7 @@ class ActionObserver:
             operation_id=str(uuid.uuid4()),
             parent_span_id=parent.span_id if parent is not None else None,
             caller=caller,
+            client_skew_ms=parent.client_skew_ms if parent is not None else client_skew_ms,
             span=span,
         )
         return ActionScope(self, current, span, started)
@@ -221,6 +243,7 @@ class ActionObserver:
             "outcome": "ok" if action.error_code is None else "error",
             "errorCode": action.error_code,
             "cache": action.cache,
+            "clientSkewMs": action.client_skew_ms,
         }
         line = compact_text(record)
         if self._lines is not None:
@@ -313,7 +336,9 @@ class JsonLinesHandler(logging.StreamHandler[LoopBatchedWriter]):
             self.handleError(logging.makeLogRecord({"name": ACTION_LOGGER, "msg": line}))
 
 
-def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> JsonLinesHandler:
+def configure_logging(
+    destination: TextIO | JsonLinesHandler = sys.stderr, *, every_logger: bool = False
+) -> JsonLinesHandler:
     """Write every ``expert_booking`` log record at INFO and above as JSON lines.
 
     One handler on the ``expert_booking`` logger (``propagate=False``, so nothing also reaches
@@ -322,12 +347,16 @@ def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> Js
     exactly as ``ActionObserver`` made them. INFO and action lines logged on an event loop
     reach the stream together at the end of the loop iteration (``LoopBatchedWriter``);
     warnings, errors and lines from other threads at once.
+    With ``every_logger`` (the server process) the same handler also serves the root logger
+    at WARNING, and Python's warnings are logged: uvicorn's, the SDK's and any library's
+    records become JSON lines too, so every line on stderr is JSON.
     Calling this again replaces the earlier handler (and writes what that one still kept); an
     app built with ``action_lines=`` an earlier handler keeps writing its action lines there.
 
     Args:
         destination: the stream, or a ``JsonLinesHandler`` made earlier for it (the one an
             app already writes its action lines to).
+        every_logger: also install it on the root logger (see above).
 
     Returns:
         The installed handler, so a caller (or a test) can remove it again.
@@ -335,17 +364,46 @@ def configure_logging(destination: TextIO | JsonLinesHandler = sys.stderr) -> Js
     handler = (
         destination if isinstance(destination, JsonLinesHandler) else JsonLinesHandler(destination)
     )
-    root = logging.getLogger(ROOT_LOGGER)
-    for old in [h for h in root.handlers if isinstance(h, JsonLinesHandler)]:
-        if old is not handler:
-            root.removeHandler(old)
-            old.stream.drain()
-    if handler not in root.handlers:
-        root.addHandler(handler)
+    targets = [logging.getLogger(ROOT_LOGGER)]
+    if every_logger:
+        targets.append(logging.getLogger())
+    for target in targets:
+        for old in [h for h in target.handlers if isinstance(h, JsonLinesHandler)]:
+            if old is not handler:
+                target.removeHandler(old)
+                old.stream.drain()
+        for plain in [h for h in target.handlers if h.__class__ is logging.StreamHandler]:
+            target.removeHandler(plain)  # a plain-text stream handler (basicConfig)
+        if handler not in target.handlers:
+            target.addHandler(handler)
+    root = targets[0]
     root.setLevel(logging.INFO)
     root.propagate = False
     action_logger.propagate = True  # to the handler above: one line per action, not two
+    if every_logger:
+        logging.getLogger().setLevel(logging.WARNING)
+        logging.captureWarnings(capture=True)
+        for name in _SERVER_LOGGERS:  # their own handlers (uvicorn's dictConfig) write text
+            server_logger = logging.getLogger(name)
+            server_logger.handlers.clear()
+            server_logger.propagate = True
     return handler
+
+
+_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+
+
+def startup_line(message: str) -> str:
+    """``message`` as the JSON line of an error record (for use before logging is set up)."""
+    record = logging.makeLogRecord(
+        {
+            "name": "expert_booking.server",
+            "levelno": logging.ERROR,
+            "levelname": "ERROR",
+            "msg": message,
+        }
+    )
+    return JsonLinesFormatter().format(record)
 
 
 def _parent_span(parent: Action | None, trace_id: str) -> trace.Span:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -21,38 +20,32 @@ from expert_booking.edge.wire_time import (
 )
 from expert_booking.ports import Clock
 
-MCP_PATHS = frozenset({"/mcp", "/mcp/"})
-
 _RECEIVED = SERVER_RECEIVED_HEADER.encode()
 _RESPONDED = SERVER_RESPONDED_HEADER.encode()
 _OWN_HEADERS = frozenset({b"content-length", _RECEIVED, _RESPONDED})
 
 
 class TimestampLayer:
-    """Outermost ASGI layer: stamps every response on the MCP paths with server times.
+    """Outermost layer of the MCP endpoint: stamps every response with server times.
 
     At ingress it stores ``format_instant(clock.now())`` in ``scope[SCOPE_RECEIVED_AT]``. At the
     response boundary (the last body chunk is ready) it takes ``respondedAt`` and sends headers
     ``x-mcp-server-received-at`` / ``x-mcp-server-responded-at``. A JSON body holding a JSON-RPC
     ``result`` object also gets ``result._meta.serverReceivedAt`` / ``serverRespondedAt`` and,
     when the gate validated one, ``clientSentAt`` (from ``scope[SCOPE_CLIENT_SENT_AT]``; never
-    invented). An SSE response is passed through with the headers only. Lifespan and other paths
-    pass through untouched.
+    invented). An SSE response is passed through with the headers only. The router
+    (``edge.http_app``) hands it exactly the requests that reach MCP.
     """
 
-    __slots__ = ("_app", "_clock", "_paths")
+    __slots__ = ("_app", "_clock")
 
-    def __init__(self, app: ASGIApp, *, clock: Clock, paths: Collection[str] = MCP_PATHS) -> None:
-        """Wrap ``app``; ``paths`` are the exact request paths to stamp."""
+    def __init__(self, app: ASGIApp, *, clock: Clock) -> None:
+        """Wrap ``app``."""
         self._app = app
         self._clock = clock
-        self._paths = frozenset(paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one ASGI connection."""
-        if scope["type"] != "http" or scope["path"] not in self._paths:
-            await self._app(scope, receive, send)
-            return
+        """Serve one HTTP request."""
         received_at = format_instant(self._clock.now())
         scope[SCOPE_RECEIVED_AT] = received_at
         await self._app(scope, receive, _StampingSend(send, scope, received_at, self._clock))

@@ -1,0 +1,121 @@
+"""Refusals before any handler runs: the JSON-RPC error answer and its bounded log line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from starlette.types import Send
+
+logger = logging.getLogger("expert_booking.refusals")
+
+REFUSAL_LINES_PER_SECOND: Final = 20
+"""At most this many refusal lines per second and layer; the rest are counted, not written."""
+
+_VALUE_LIMIT: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """One refused request: HTTP status, JSON-RPC error and the reason code of its log line."""
+
+    status: int
+    code: int
+    message: str
+    reason: str
+    data: dict[str, Any] | None = None
+    request_id: Any = None
+    allow_post: bool = False
+    refused_value: str | None = None
+
+
+async def send_jsonrpc_error(
+    send: Send,
+    *,
+    status: int,
+    code: int,
+    message: str,
+    data: dict[str, Any] | None = None,
+    request_id: Any = None,
+    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
+    """Send ``{"jsonrpc":"2.0","id":..,"error":{..}}`` as ``application/json`` with ``status``."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": error}, separators=(",", ":")
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *extra_headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class RefusalLog:
+    """Writes one JSON line per refused request, at most ``per_second`` lines per second.
+
+    A line names the status, the reason code, the HTTP method (and the JSON-RPC method when
+    known), the peer address and, for a refusal about one header, that header's value
+    (truncated); never the body or other headers. Past the cap, refusals are counted and the
+    next line written carries ``suppressed``: how many were left out since the last line, so a
+    flood of bad requests costs at most ``per_second`` lines a second and still shows.
+    Thread-safe (the HTTP protocol layer and the ASGI gate share the event loop, but a test
+    or an embedding may not).
+    """
+
+    def __init__(
+        self,
+        *,
+        per_second: int = REFUSAL_LINES_PER_SECOND,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Cap lines at ``per_second``; ``monotonic`` is the window's time source."""
+        self._per_second = per_second
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._window = -1
+        self._written = 0
+        self._suppressed = 0
+
+    def refused(
+        self,
+        *,
+        status: int,
+        reason: str,
+        http_method: str | None,
+        peer: tuple[str, int] | None,
+        rpc_method: str | None = None,
+        refused_value: str | None = None,
+    ) -> None:
+        """Log one refusal (or count it, past the cap)."""
+        with self._lock:
+            window = int(self._monotonic())
+            if window != self._window:
+                self._window, self._written = window, 0
+            if self._written >= self._per_second:
+                self._suppressed += 1
+                return
+            self._written += 1
+            suppressed, self._suppressed = self._suppressed, 0
+        fields: dict[str, Any] = {
+            "status": status,
+            "reason": reason,
+            "httpMethod": http_method,
+            "peer": None if peer is None else f"{peer[0]}:{peer[1]}",
+        }
+        if rpc_method is not None:
+            fields["rpcMethod"] = rpc_method[:_VALUE_LIMIT]
+        if refused_value is not None:
+            fields["refusedValue"] = refused_value[:_VALUE_LIMIT]
+        if suppressed:
+            fields["suppressed"] = suppressed
+        logger.info("request refused: %s %s", status, reason, extra={"refusal": fields})
