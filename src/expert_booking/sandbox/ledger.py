@@ -117,12 +117,14 @@ class Ledger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self._data, indent=2, ensure_ascii=False) + "\n"
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".ledger-")
+        replaced = False
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.write(text)
                 stream.flush()
                 os.fsync(stream.fileno())
             Path(temporary).replace(self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+            replaced = True
+        finally:
+            if not replaced:  # a failed write leaves no temporary file behind
+                Path(temporary).unlink(missing_ok=True)
