@@ -30,6 +30,8 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from harness.node_packages import project_cache
+
 SOURCE_DIR: Final = Path(__file__).resolve().parent / "oauth_as"
 NODE_MAJOR: Final = 22
 CACHE_ENV: Final = "EXPERT_BOOKING_OAUTH_AS_CACHE"
@@ -88,11 +90,7 @@ class Resource:
 
 
 def cache_dir() -> Path:
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "expert-booking-mcp" / "oauth-as"
+    return project_cache("oauth-as", CACHE_ENV)
 
 
 def node_binary() -> Path:

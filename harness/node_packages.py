@@ -30,13 +30,18 @@ class ConformanceError(RuntimeError):
     """Installing or running a Node tool failed (not a conformance verdict)."""
 
 
-def cache_dir() -> Path:
-    """Where npm packages are installed (created on demand)."""
-    configured = os.environ.get(CACHE_ENV)
+def project_cache(name: str, override_env: str) -> Path:
+    """The project's cache folder ``name`` (``$override_env`` wins; else under the XDG cache)."""
+    configured = os.environ.get(override_env)
     if configured:
         return Path(configured).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "expert-booking-mcp" / "npm"
+    return Path(base) / "expert-booking-mcp" / name
+
+
+def cache_dir() -> Path:
+    """Where npm packages are installed (created on demand)."""
+    return project_cache("npm", CACHE_ENV)
 
 
 def venv_bin() -> Path:
