@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -24,7 +24,12 @@ from expert_booking.edge.observability import (
     caller_of,
     derive_trace_id,
 )
-from expert_booking.edge.request_context import asgi_scope, call_context, request_times
+from expert_booking.edge.request_context import (
+    asgi_scope,
+    call_context,
+    request_caller,
+    request_times,
+)
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.tool_registry import (
     BY_NAME,
@@ -42,6 +47,7 @@ from expert_booking.edge.tools import (
 from expert_booking.edge.wire import render_booking
 from expert_booking.ports import Clock
 from expert_booking.services import BookingService
+from expert_booking.settings import IpNetwork
 
 SERVER_NAME = "expert-booking-mcp"
 # tools/list and server/discover only change with the server version. One hour bounds how long
@@ -99,6 +105,7 @@ def build_mcp_server(
     version: str,
     tracing_enabled: bool = False,
     action_lines: ActionLineSink | None = None,
+    trusted_proxies: Sequence[IpNetwork] = (),
 ) -> Server[Any]:
     """The MCP server with ``tool_catalog.search``, ``.read`` and ``.call``.
 
@@ -115,6 +122,7 @@ def build_mcp_server(
             and actions make no spans (``ActionObserver(spans=False)``).
         action_lines: Where action log lines go (``configure_logging``'s handler); without
             it they go through the ``expert_booking.actions`` logger.
+        trusted_proxies: ``TRUSTED_PROXIES``: peers whose forwarding headers name the caller.
     """
     observer = ActionObserver(clock, lines=action_lines, spans=tracing_enabled)
     dispatcher = ToolDispatcher(
@@ -156,7 +164,8 @@ def build_mcp_server(
         with observer.action(
             params.name,
             trace_id=trace_id,
-            caller=caller_of(ctx.meta),
+            caller=request_caller(scope, trusted_proxies).log_value(),
+            client=caller_of(ctx.meta),
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)

@@ -90,7 +90,11 @@ class ToolDispatcher:
         if isinstance(resolved, BookingError):
             return _record(action, resolved)
         with self._observer.action(
-            resolved.tool.name, trace_id=action.trace_id, caller=action.caller, parent=action
+            resolved.tool.name,
+            trace_id=action.trace_id,
+            caller=action.caller,
+            client=action.client,
+            parent=action,
         ) as child:
             arguments = args["arguments"]  # passed on untransformed: never copied or merged
             scoped = context.in_span(child.trace_context)
