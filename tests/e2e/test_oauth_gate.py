@@ -14,6 +14,7 @@ import json
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -126,9 +127,33 @@ def assert_refused(
     assert scope in data["recovery"]
 
 
-def refusal_lines(server: ServerProcess) -> list[dict[str, Any]]:
-    lines = [json.loads(line) for line in server.stderr_lines if '"refusal"' in line]
-    return [line["refusal"] for line in lines]
+def new_line(
+    server: ServerProcess, before: Counter[str], predicate: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The first JSON stderr line written after ``before`` (a snapshot) that ``predicate`` picks.
+
+    Waits for it with a deadline: a line is written at the end of the server's loop iteration
+    and read by a thread, so it may arrive after the response.
+    """
+
+    def fresh(line: str) -> bool:
+        if not line.startswith("{") or server.stderr_lines.count(line) <= before[line]:
+            return False
+        return predicate(json.loads(line))
+
+    return dict(json.loads(server.wait_for_stderr(fresh, timeout=30)))
+
+
+def snapshot(server: ServerProcess) -> Counter[str]:
+    return Counter(server.stderr_lines)
+
+
+def refusal(status: int, reason: str) -> Callable[[dict[str, Any]], bool]:
+    def pick(record: dict[str, Any]) -> bool:
+        line = record.get("refusal")
+        return isinstance(line, dict) and (line["status"], line["reason"]) == (status, reason)
+
+    return pick
 
 
 def test_the_metadata_names_the_resource_its_authorization_server_and_scopes(
@@ -203,27 +228,25 @@ def test_a_token_that_fails_verification_is_401_invalid_token(
     server: ServerProcess, auth_server: AuthorizationServer, case: str
 ) -> None:
     token = TOKEN_CASES[case](auth_server)
+    before = snapshot(server)
     assert_refused(send(server, SEARCH, token), 401, *INVALID, "booking:read")
-    assert_refused(send(server, HOLD, token), 401, *INVALID, "booking:write")
-    line = refusal_lines(server)[-1]
-    assert line["status"] == 401
-    assert line["reason"] == "INVALID_TOKEN"
+    line = new_line(server, before, refusal(401, "INVALID_TOKEN"))["refusal"]
     assert line["detail"] == REASONS[case]
     assert token not in json.dumps(line)
+    assert_refused(send(server, HOLD, token), 401, *INVALID, "booking:write")
 
 
 def test_a_read_token_calling_a_write_tool_is_403_insufficient_scope(
     server: ServerProcess, auth_server: AuthorizationServer
 ) -> None:
     token = auth_server.access_token(RESOURCE, "booking:read")
+    before = snapshot(server)
     through_catalog = send(server, HOLD, token)
     assert_refused(through_catalog, 403, *SCOPE_MISSING, "booking:write")
+    line = new_line(server, before, refusal(403, "INSUFFICIENT_SCOPE"))["refusal"]
+    assert line["caller"] == {"issuer": auth_server.issuer, "subject": "booking-agent"}
     direct = send(server, tools_call("booking.hold_slot", hold_arguments("slot-ai-001")), token)
     assert_refused(direct, 403, *SCOPE_MISSING, "booking:write")
-    line = refusal_lines(server)[-1]
-    assert line["status"] == 403
-    assert line["reason"] == "INSUFFICIENT_SCOPE"
-    assert line["caller"] == {"issuer": auth_server.issuer, "subject": "booking-agent"}
     logged = "\n".join(server.stderr_lines)
     assert token not in logged
     assert "Secret Person" not in logged
@@ -248,8 +271,15 @@ def test_a_write_token_holds_and_the_action_line_names_the_principal(
     envelope = response.json()["result"]["structuredContent"]
     assert envelope["ok"] is True, envelope
     assert envelope["data"]["status"] == "HELD"
-    actions = [json.loads(line) for line in server.stderr_lines if '"action"' in line]
-    hold = [line for line in actions if line.get("action") == "booking.hold_slot"][-1]
+    operation = envelope["meta"]["operationId"]  # the logical action's
+    hold = new_line(server, Counter(), lambda record: record.get("operation_id") == operation)
+    assert hold["action"] == "booking.hold_slot"
+    assert hold["client"] == "expert-booking-loadgen/0.1.0"
+    outer = new_line(
+        server, Counter(), lambda record: record.get("span_id") == hold["parent_span_id"]
+    )
+    assert outer["action"] == "tool_catalog.call"
+    assert outer["caller"] == {"issuer": auth_server.issuer, "subject": "booking-agent"}
     assert hold["caller"] == {"issuer": auth_server.issuer, "subject": "booking-agent"}
     assert token not in "\n".join(server.stderr_lines)
 
