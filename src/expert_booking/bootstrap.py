@@ -57,8 +57,8 @@ class _StoreOpenedAtStartup:
     async def run(self, work: Callable[[Transaction], T]) -> T:
         return await self._opened().run(work)
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        return await self._opened().peek_booking(booking_id)
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        return await self._opened().peek_booking(booking_id, owner=owner)
 
     async def peek_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
