@@ -53,6 +53,8 @@ class Error(BaseModel):
         "STORAGE_BUSY",
         "INTERNAL_ERROR",
         "CATALOG_STALE",
+        "RATE_LIMITED",
+        "TOOL_DISABLED",
     ]
     """
     Stable error code.
