@@ -60,7 +60,7 @@ class SlotQuery:
 
 LOCAL_OWNER = "local"
 """The owner key of the one unauthenticated principal (``AUTH_MODE=none``), and of every
-booking stored before bookings recorded their owner (migration 6)."""
+booking stored before bookings recorded their owner (migration 7)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ LEFT JOIN slots AS s ON s.slot_id = :slot_id
 LEFT JOIN experts AS e ON e.expert_id = s.expert_id
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
-# One owner's bookings (index bookings_by_owner_held, migration 6). An idempotency key of any
+# One owner's bookings (index bookings_by_owner_held, migration 7). An idempotency key of any
 # scope finds the booking that owner's record keeps (index idempotency_by_owner_key).
 _LISTED_BOOKINGS = """
 FROM bookings AS b
@@ -108,7 +108,7 @@ UPDATE_BOOKING = """
 UPDATE bookings SET
     slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
     version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
-    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?
+    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?, refund_due = ?
 WHERE booking_id = ? AND owner = ? AND version = ?
 """
 

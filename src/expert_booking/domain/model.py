@@ -248,6 +248,8 @@ class Booking:
     payment_page_url: str
     payment: Payment
     owner: str
+    refund_due: bool = False
+    """A refund is owed outside this server (paid, but the booking cannot stand)."""
 
     @property
     def intent(self) -> Intent:

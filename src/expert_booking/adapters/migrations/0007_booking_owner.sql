@@ -1,4 +1,4 @@
--- Version 6: every booking and idempotency record belongs to one principal (issue 14).
+-- Version 7: every booking and idempotency record belongs to one principal (issue 14).
 -- `owner` is the principal's key (call_context.Principal.owner): 'local' for AUTH_MODE=none,
 -- else '<issuer> <subject>' (an issuer URL holds no space, so the first space separates them).
 -- Rows written before this version were the local principal's. The owner is part of the
