@@ -136,6 +136,7 @@ class Error(BaseModel):
         "STORAGE_BUSY",
         "INTERNAL_ERROR",
         "CATALOG_STALE",
+        "PAID_AFTER_EXPIRY",
         "RATE_LIMITED",
         "TOOL_DISABLED",
     ]
