@@ -17,8 +17,10 @@ from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.jwks import JwksCache
 from expert_booking.adapters.jwt_verifier import JwtAccessTokenVerifier, VerifierPolicy
 from expert_booking.adapters.payments_http import HttpPaymentQuery
+from expert_booking.adapters.quota_memory import InProcessQuotaCounter
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
+from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.bearer_gate import BearerAuth, ResourceMetadata
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.mcp_server import build_mcp_server
@@ -62,8 +64,8 @@ class _StoreOpenedAtStartup:
     async def run(self, work: Callable[[Transaction], T]) -> T:
         return await self._opened().run(work)
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        return await self._opened().peek_booking(booking_id)
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        return await self._opened().peek_booking(booking_id, owner=owner)
 
     async def peek_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
@@ -170,6 +172,13 @@ def build_asgi_app(
     tool_switches = ToolSwitchWatcher(
         SqliteToolSwitches(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
     )
+    quota_limits = settings.quota_limits
+    # In process memory: SQLite's supported deployment is one server process per file.
+    admission = CallAdmission(
+        quota=InProcessQuotaCounter(quota_limits) if quota_limits is not None else None,
+        switches=tool_switches,
+        trusted_proxies=settings.trusted_proxies,
+    )
     mcp_server = build_mcp_server(
         service=service,
         clock=clock,
@@ -178,6 +187,7 @@ def build_asgi_app(
         tracing_enabled=tracer_provider is not None,
         action_lines=action_lines,
         trusted_proxies=settings.trusted_proxies,
+        admission=admission,
     )
 
     @asynccontextmanager
