@@ -129,8 +129,7 @@ class CallAdmission:
 
     def caller(self, scope: Mapping[str, Any], context: CallContext) -> Caller:
         """Who this request counts against: the verified principal, else the client address."""
-        del context  # the principal is the one the Bearer gate put in the scope
-        return request_caller(scope, self._trusted)
+        return request_caller(scope, context.principal, self._trusted)
 
     def log_refusal(
         self,

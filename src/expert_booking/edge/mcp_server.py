@@ -29,6 +29,7 @@ from expert_booking.edge.request_context import (
     asgi_scope,
     call_context,
     request_caller,
+    request_principal,
     request_times,
 )
 from expert_booking.edge.schemas import SchemaRegistry
@@ -171,7 +172,7 @@ def build_mcp_server(
         with observer.action(
             params.name,
             trace_id=trace_id,
-            caller=request_caller(scope, trusted_proxies).log_value(),
+            caller=request_caller(scope, request_principal(scope), trusted_proxies).log_value(),
             client=caller_of(ctx.meta),
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:

@@ -66,9 +66,8 @@ def call_context(
     headers = scope.get("headers") or ()
     client = scope.get("client")
     peer = f"{client[0]}:{client[1]}" if isinstance(client, tuple | list) and client else None
-    principal = scope.get(SCOPE_PRINCIPAL)
     return CallContext(
-        principal=principal if isinstance(principal, Principal) else LOCAL,
+        principal=request_principal(scope),
         trace=trace,
         client_sent_at=parse_instant(client_sent_at),
         server_received_at=parse_instant(server_received_at),
@@ -77,16 +76,23 @@ def call_context(
     )
 
 
-def request_caller(scope: Mapping[str, Any], trusted_proxies: Sequence[IpNetwork]) -> Caller:
-    """Who calls (``access.caller``): the verified principal, else the peer address.
+def request_principal(scope: Mapping[str, Any]) -> Principal:
+    """The principal the Bearer gate verified (``AUTH_MODE=oauth``), else ``LOCAL``."""
+    principal = scope.get(SCOPE_PRINCIPAL)
+    return principal if isinstance(principal, Principal) else LOCAL
+
+
+def request_caller(
+    scope: Mapping[str, Any], principal: Principal, trusted_proxies: Sequence[IpNetwork]
+) -> Caller:
+    """Who calls (``access.caller``): an authenticated principal, else the peer address.
 
     The forwarding headers are decoded only when the peer is a trusted proxy.
     """
-    principal = scope.get(SCOPE_PRINCIPAL)
     client = scope.get("client")
     peer = client[0] if isinstance(client, tuple | list) and client else None
     return resolve_caller(
-        principal=principal if isinstance(principal, Principal) else None,
+        principal=principal if principal.issuer is not None else None,
         peer=peer,
         headers=_text_headers(scope.get("headers") or ()),
         trusted_proxies=trusted_proxies,
