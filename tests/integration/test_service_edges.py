@@ -1,6 +1,6 @@
 """More behaviours that surviving mutants showed no test pinned (issue 10 item 9, second pass):
 the wording and snapshots of refusals, booking ids, a confirm racing its own retry, the page
-cache after a release, and the reconciliation line. Through the service, on the SQLite store.
+cache after a release, and the paid-after-expiry line. Through the service, on the SQLite store.
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ async def test_a_page_cached_after_a_release_lives_no_longer_than_the_next_hold(
     assert (await service.get_booking(GetBooking(overdue.booking_id), CONTEXT)).version == 2
 
 
-async def test_a_payment_after_expiry_logs_one_reconciliation_line_naming_the_booking(
+async def test_a_payment_after_expiry_logs_one_refund_due_line_naming_the_booking(
     service: BookingService,
     clock: MutableClock,
     payments: FakePayments,
@@ -250,12 +250,10 @@ async def test_a_payment_after_expiry_logs_one_reconciliation_line_naming_the_bo
     payments.script(held.booking_id, paid_after_the_hold_expired)
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
         refused = await _refused(service.confirm_booking(command, CONTEXT))
-    assert refused.code == "BOOKING_EXPIRED"
+    assert refused.code == "PAID_AFTER_EXPIRY"
+    line = f"paid after expiry: booking {held.booking_id} was paid after its hold expired"
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
-        (
-            "WARNING",
-            f"reconciliation needed: booking {held.booking_id} was paid after its hold expired",
-        )
+        ("WARNING", f"{line}; refund due")
     ]
 
 
