@@ -170,6 +170,15 @@ async def test_expired_and_invalid_state_refusals_carry_the_booking_as_it_is_now
     assert state.booking == await service.get_booking(GetBooking(confirmed.booking_id), CONTEXT)
 
 
+async def test_the_payment_page_base_url_is_kept_as_written_but_for_trailing_slashes(
+    store: SqliteBookingStore, clock: MutableClock
+) -> None:
+    policy = replace(POLICY, payment_page_base_url="http://127.0.0.1:3100/pay/X//")
+    service = BookingService(store=store, payments=FakePayments(), clock=clock, policy=policy)
+    held = await _hold(service)
+    assert held.payment_page_url == f"http://127.0.0.1:3100/pay/X/{held.booking_id}"
+
+
 async def test_a_booking_id_carries_128_random_bits(service: BookingService) -> None:
     ids = {(await _hold(service, slot)).booking_id for slot in ("slot-ai-001", "slot-ai-002")}
     assert len(ids) == 2
@@ -216,7 +225,7 @@ async def test_a_confirm_whose_retry_settled_first_returns_the_retry_s_outcome(
     assert len(payments.calls) == 2
 
 
-async def test_a_page_cached_after_a_release_lives_no_longer_than_the_next_hold(
+async def test_a_search_after_the_next_hold_expired_shows_its_slot_free(
     service: BookingService, clock: MutableClock
 ) -> None:
     overdue = await _hold(service, "slot-ai-001")
