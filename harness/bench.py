@@ -18,6 +18,12 @@ What runs (docs/perf-floor.md is the method):
     no-op tool on Litestar + uvicorn, tuned as the CLI is, and nothing of this project's;
   - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
     tools are measured here;
+  - ``real+oauth``: the same CLI in ``AUTH_MODE=oauth`` against npm ``oidc-provider`` on
+    loopback (``harness.authorization_server``), quotas on with limits no run reaches: its read
+    calls carry a real access token (verified once, then found by its SHA-256 in the
+    verifier's cache) and count against the caller's and the global quota, and each is
+    compared with the same anonymous call on ``real`` in the same round (issue 14 item 7:
+    p50 at c=1 at most 1.15x, req/s at c=16 at least 0.85x);
   - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
     plus ``--slots`` extra slots (``harness.bench_db``), so that every measured hold is a
     successful hold transaction of its own slot and every confirm is a full confirm (fresh
@@ -66,6 +72,7 @@ from typing import Any
 
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
+from harness.authorization_server import AuthorizationServer, Resource
 from harness.bench_cold_start import cold_start
 from harness.bench_context import ContextBudget, booking_bytes, budget_problems
 from harness.bench_db import BENCH_PRICE, bench_slot_id, create_bench_db
@@ -98,6 +105,7 @@ from harness.mcp_calls import (
     logical,
     tools_call,
     tools_list,
+    with_bearer,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -160,6 +168,8 @@ class Bench:
     stub: PaymentStub
     get_booking_id: str
     replayed_hold: dict[str, Any]  # the arguments of the seed hold: sent again, a replay
+    oauth_token: str = ""  # an access token of the oauth server's resource (read and write)
+    oauth_booking_id: str = ""  # a booking the token's principal holds on the oauth server
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
 
@@ -181,6 +191,7 @@ class Config:
     check: Check
     make: Callable[[Bench], McpCall] | None = None
     prepare: Callable[[Bench, int], Any] | None = None  # async (bench, count) -> make_call
+    baseline: str | None = None  # kind "auth": the anonymous configuration it is compared with
 
 
 def _search_miss(bench: Bench) -> McpCall:
@@ -268,7 +279,30 @@ CONFIGS: tuple[Config, ...] = (
     ),
     Config("call confirm_booking", "real+slots", "confirm", envelope_ok, prepare=_prepare_confirms),
     Config("call search_slots (miss, +slots db)", "real+slots", "info", envelope_ok, _search_miss),
+    Config(
+        "call get_booking (oauth, quota)",
+        "real+oauth",
+        "auth",
+        envelope_ok,
+        lambda b: with_bearer(
+            logical("booking.get_booking", {"bookingId": b.oauth_booking_id}), b.oauth_token
+        ),
+        baseline="call get_booking",
+    ),
+    Config(
+        "call search_slots (hit, oauth, quota)",
+        "real+oauth",
+        "auth",
+        envelope_ok,
+        lambda b: with_bearer(
+            logical("booking.search_available_slots", {"query": "AI", "limit": 5}), b.oauth_token
+        ),
+        baseline="call search_slots (cache hit)",
+    ),
 )
+OAUTH_RESOURCE = "https://bench.example/mcp"
+OAUTH_TOKEN_TTL_SECONDS = 24 * 3600
+UNREACHED_QUOTA = str(10**9)  # counted on every call, never refusing one
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,11 +335,9 @@ def selected(only: list[str] | None) -> tuple[Config, ...]:
     """The configurations whose name contains one of ``only`` (all without it), floor first."""
     if not only:
         return CONFIGS
-    return tuple(
-        config
-        for config in CONFIGS
-        if config.kind == "floor" or any(text in config.name for text in only)
-    )
+    chosen = {config.name for config in CONFIGS if any(text in config.name for text in only)}
+    chosen |= {config.baseline for config in CONFIGS if config.name in chosen and config.baseline}
+    return tuple(config for config in CONFIGS if config.kind == "floor" or config.name in chosen)
 
 
 async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
@@ -377,6 +409,19 @@ async def run(
                 "real": cli_server(tmp / "seed.db", env, pin=pin),
                 "real+slots": cli_server(tmp / "bench.db", env, pin=pin),
             }
+            auth: AuthorizationServer | None = None
+            if any(config.server == "real+oauth" for config in configs):
+                resource = Resource(OAUTH_RESOURCE, ttl=OAUTH_TOKEN_TTL_SECONDS)
+                auth = stack.enter_context(AuthorizationServer(resources=[resource]))
+                oauth_env = {
+                    **env,
+                    "AUTH_MODE": "oauth",
+                    "AUTH_ISSUER": auth.issuer,
+                    "AUTH_RESOURCE": OAUTH_RESOURCE,
+                    "QUOTA_PER_CALLER_PER_MINUTE": UNREACHED_QUOTA,
+                    "QUOTA_GLOBAL_PER_MINUTE": UNREACHED_QUOTA,
+                }
+                servers["real+oauth"] = cli_server(tmp / "oauth.db", oauth_env, pin=pin)
             for server in servers.values():
                 server.launch()
                 stack.callback(server.close)
@@ -403,6 +448,14 @@ async def run(
                 get_booking_id=seed_hold.envelope["data"]["bookingId"],
                 replayed_hold=replayed,
             )
+            if auth is not None:
+                bench.oauth_token = auth.access_token(OAUTH_RESOURCE)
+                oauth_hold = await send(
+                    clients["real+oauth"],
+                    urls["real+oauth"],
+                    with_bearer(logical("booking.hold_slot", replayed), bench.oauth_token),
+                )
+                bench.oauth_booking_id = oauth_hold.envelope["data"]["bookingId"]
             started = time.perf_counter()
             rows = await run_rounds(bench, configs)
             elapsed = time.perf_counter() - started

@@ -2,7 +2,9 @@
 
 Targets: every read tool (a hold replay included) p50 at concurrency 1 at most 1.5x the bare-SDK
 floor's no-op ``tools/call`` and throughput at concurrency 16 at least 0.6x; a real hold at
-least 0.4x; cold start at most 2 s.
+least 0.4x; cold start at most 2 s. An authenticated, quota-counted read (kind ``auth``) is
+judged against its anonymous ``baseline`` configuration of the same round instead: p50 at most
+1.15x, throughput at least 0.85x.
 
 A ratio is taken per round (each configuration against the floor of the same round), and the
 verdict reads the median's distribution-free 95% confidence interval over the rounds (order
@@ -27,6 +29,8 @@ READ_P50_MAX_RATIO = 1.5
 READ_RPS_MIN_RATIO = 0.6
 HOLD_RPS_MIN_RATIO = 0.4
 COLD_START_MAX_S = 2.0
+AUTH_P50_MAX_RATIO = 1.15
+AUTH_RPS_MIN_RATIO = 0.85
 QUIET_FOREIGN_CORES = 0.25  # a round counts as quiet when other tenants used less than this
 MIN_QUIET_ROUNDS = 5
 CONFIDENCE = 0.95
@@ -98,9 +102,33 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
         entry["rps_ratio_c16"] = _median([rps_ratios[i] for i in used])
         entry["p50_ratio_c1_ci"] = median_ci([p50_ratios[i] for i in used])
         entry["rps_ratio_c16_ci"] = median_ci([rps_ratios[i] for i in used])
+        baseline = rows.get(row.config.baseline or "")
+        if baseline is not None:
+            entry["vs_baseline"] = _versus(row, baseline, used)
         entry["target"], entry["pass"] = _verdict(entry)
         table.append(entry)
     return table
+
+
+def _versus(row: Row, baseline: Row, used: list[int]) -> dict[str, Any]:
+    """``row`` against ``baseline`` round by round: p50 at c=1 and req/s at c=16 ratios."""
+    p50 = [
+        run.percentile_ms(50) / base.percentile_ms(50)
+        for run, base in zip(row.runs[1], baseline.runs[1], strict=True)
+    ]
+    rps = [
+        run.throughput / base.throughput
+        for run, base in zip(row.runs[16], baseline.runs[16], strict=True)
+    ]
+    return {
+        "baseline": baseline.config.name,
+        "p50_ratio_c1_rounds": [round(r, 3) for r in p50],
+        "rps_ratio_c16_rounds": [round(r, 3) for r in rps],
+        "p50_ratio_c1": _median([p50[i] for i in used]),
+        "rps_ratio_c16": _median([rps[i] for i in used]),
+        "p50_ratio_c1_ci": median_ci([p50[i] for i in used]),
+        "rps_ratio_c16_ci": median_ci([rps[i] for i in used]),
+    }
 
 
 def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -140,7 +168,16 @@ def _verdict(entry: dict[str, Any]) -> tuple[str, bool | str | None]:
     kind = entry["kind"]
     p50 = entry["p50_ratio_c1_ci"]
     rps = entry["rps_ratio_c16_ci"]
-    if kind == "read":
+    if kind == "auth" and "vs_baseline" in entry:
+        versus = entry["vs_baseline"]
+        checks = [
+            _at_most(versus["p50_ratio_c1_ci"], AUTH_P50_MAX_RATIO),
+            _at_least(versus["rps_ratio_c16_ci"], AUTH_RPS_MIN_RATIO),
+        ]
+        target = (
+            f"vs {versus['baseline']}: p50 <= {AUTH_P50_MAX_RATIO}x, req/s >= {AUTH_RPS_MIN_RATIO}x"
+        )
+    elif kind == "read":
         checks = [_at_most(p50, READ_P50_MAX_RATIO), _at_least(rps, READ_RPS_MIN_RATIO)]
         target = f"p50 <= {READ_P50_MAX_RATIO}x, req/s >= {READ_RPS_MIN_RATIO}x"
     elif kind == "hold":
@@ -187,6 +224,14 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
             f"{verdict} {entry['target'] if entry['target'] != '-' else ''}"
             + (f" ({entry['verdict_rounds']} rounds)" if entry["pass"] is not None else "")
         )
+    for entry in table:
+        versus = entry.get("vs_baseline")
+        if versus is not None:
+            print(
+                f"{entry['name']} vs {versus['baseline']}: "
+                f"p50 x {_ratio(versus['p50_ratio_c1'], versus['p50_ratio_c1_ci']).strip()}, "
+                f"r/s x {_ratio(versus['rps_ratio_c16'], versus['rps_ratio_c16_ci']).strip()}"
+            )
     print("(ms; r/s = requests/s; cpu/req = server CPU us per request at c=16; x = ratio to the")
     print(" bare-SDK floor's no-op tools/call in the same round, median over rounds, with the")
     print(" median's 95% confidence interval over the rounds the verdict reads; lg = load")
