@@ -31,7 +31,8 @@ What runs (docs/perf-floor.md is the method):
   median over rounds is reported with its 95% confidence interval (``bench_report``): p50 at
   c=1, req/s at c=16 and server CPU us/request at c=16 (utime+stime of the server process over
   the window). Other tenants' CPU use is recorded per run; with enough quiet rounds the verdicts
-  read only those, and a verdict whose interval straddles its target says UNSURE.
+  read only those; a verdict (PASS or FAIL by the median) is marked ~ when its interval
+  straddles the target.
 * Load generator: ``loadgen.RawHttpClient`` by default (one write per request, stamped exactly
   like ``ClientSentAtTransport``); ``--engine httpx2`` uses httpx2 + ``ClientSentAtTransport``,
   whose client CPU per request is about the floor server's, so its core saturates first.
@@ -112,7 +113,7 @@ class Plan:
     window_s: float
     warmup_s: float
     max_requests: int
-    confirm_batch: dict[int, int]
+    confirm_rate: float  # first guess of confirms/s, before a measurement says better
     spawns: int
     slots: int
 
@@ -122,7 +123,7 @@ FULL = Plan(
     window_s=1.5,
     warmup_s=0.3,
     max_requests=50_000,
-    confirm_batch={1: 400, 16: 600},
+    confirm_rate=300.0,
     spawns=5,
     slots=40_000,
 )
@@ -131,22 +132,34 @@ QUICK = Plan(
     window_s=0.15,
     warmup_s=0.03,
     max_requests=400,
-    confirm_batch={1: 40, 16: 80},
+    confirm_rate=300.0,
     spawns=1,
     slots=2_000,
 )
 
 
 # Slots one round of a full run takes at most: holds (warm-up, c=1, c=16) at up to ~1,000 per
-# second of window, plus the confirms' holds. Measured here: ~4,700 per round with 2 s windows.
+# second of window, plus the confirms' holds (a confirm is slower than a hold, and its supply is
+# CONFIRM_HEADROOM times its expected count). Measured here: ~4,700 per round with 2 s windows.
 _HOLDS_PER_WINDOW_SECOND = 1_000
+CONFIRM_HEADROOM = 1.5
 
 
 def slots_needed(plan: Plan) -> int:
     """Extra bench slots that ``plan`` can use up (a run stops with an error past them)."""
     holds = (plan.warmup_s + 2 * plan.window_s) * _HOLDS_PER_WINDOW_SECOND
-    confirms = sum(plan.confirm_batch.values()) * 1.1  # + their warm-up batches
-    return int(plan.rounds * (holds + confirms))
+    return int(plan.rounds * holds * (1 + CONFIRM_HEADROOM)) + 1_000
+
+
+def confirm_supply(plan: Plan, rate: float, window_s: float, concurrency: int) -> int:
+    """How many confirms to prepare for one window: what ``rate`` fills it with, plus headroom.
+
+    Sized from the time budget, so the supply lasts the window at the expected rate; a faster
+    server than expected runs it out, and that run ends early, flagged ``exhausted``, with its
+    figures over what it sent (the next window sizes from the rate just measured).
+    """
+    expected = rate * window_s * CONFIRM_HEADROOM
+    return max(2 * concurrency, min(plan.max_requests, int(expected) + 2 * concurrency))
 
 
 @dataclass
@@ -162,6 +175,7 @@ class Bench:
     replayed_hold: dict[str, Any]  # the arguments of the seed hold: sent again, a replay
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
+    rates: dict[tuple[str, int], float] = field(default_factory=dict)  # last measured req/s
 
     def slot(self) -> str:
         index = next(self.next_slot)
@@ -180,7 +194,8 @@ class Config:
     kind: str  # floor | read | hold | confirm | info
     check: Check
     make: Callable[[Bench], McpCall] | None = None
-    prepare: Callable[[Bench, int], Any] | None = None  # async (bench, count) -> make_call
+    # async (bench, count) -> make_call: a finite supply of count calls, None once used up
+    prepare: Callable[[Bench, int], Any] | None = None
 
 
 def _search_miss(bench: Bench) -> McpCall:
@@ -192,8 +207,12 @@ def _search_miss(bench: Bench) -> McpCall:
     )
 
 
-async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall]:
-    """Hold ``count`` fresh bench slots (untimed), answer PAID for each, approve each now."""
+async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall | None]:
+    """Hold ``count`` fresh bench slots (untimed), answer PAID for each, approve each now.
+
+    The confirms are handed out one per request until they run out (``None``), whatever the
+    request's index: a hold that failed or came late only shortens the supply.
+    """
     held: list[dict[str, Any]] = []
 
     async def keep(_index: int, reply: Reply) -> None:
@@ -209,13 +228,17 @@ async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall
         time_limit_s=120,
         on_reply=keep,
     )
+    if not held:
+        msg = f"none of {count} holds for the confirm supply succeeded"
+        raise RuntimeError(msg)
     approved_at = datetime.now(UTC)
     calls = []
     for booking in held:
         bench.stub.set_answer(booking["bookingId"], status="PAID", amount=BENCH_PRICE[0])
         arguments = confirm_arguments(booking, approved_at=approved_at)
         calls.append(logical("booking.confirm_booking", arguments))
-    return lambda index: calls[index]
+    supply = iter(calls)
+    return lambda _index: next(supply, None)
 
 
 CONFIGS: tuple[Config, ...] = (
@@ -280,11 +303,10 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
     url = bench.urls[config.server]
     requests = bench.plan.max_requests
     if config.prepare is not None:
-        requests = bench.plan.confirm_batch[concurrency]
-        if window_s < bench.plan.window_s:  # warm-up
-            requests = max(4, requests // 10)
+        rate = bench.rates.get((config.name, concurrency), bench.plan.confirm_rate)
+        requests = confirm_supply(bench.plan, rate, window_s, concurrency)
     make_call = await calls_for(bench, config, requests)
-    return await run_load(
+    result = await run_load(
         client,
         url,
         make_call,
@@ -295,6 +317,9 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
         check=config.check,
         server_pid=bench.pids[config.server],
     )
+    if result.count and window_s >= bench.plan.window_s:  # a warm-up's rate is no guide
+        bench.rates[config.name, concurrency] = result.throughput
+    return result
 
 
 def selected(only: list[str] | None) -> tuple[Config, ...]:
@@ -308,8 +333,8 @@ def selected(only: list[str] | None) -> tuple[Config, ...]:
     )
 
 
-async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
-    """How request ``i`` of ``config`` looks; a prepared config is prepared for ``count``."""
+async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall | None]:
+    """How request ``i`` of ``config`` looks; a prepared config supplies ``count`` calls."""
     if config.prepare is not None:
         return await config.prepare(bench, count)  # type: ignore[no-any-return]
     assert config.make is not None
