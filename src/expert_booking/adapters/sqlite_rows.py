@@ -50,6 +50,7 @@ BOOKING_COLUMN_NAMES = (
     "payment_amount",
     "payment_currency",
     "paid_at",
+    "refund_due",
 )
 BOOKING_COLUMNS = ", ".join(BOOKING_COLUMN_NAMES)
 Columns = sqlite3.Row | Mapping[str, Any]
@@ -120,6 +121,7 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         payment.price.amount,
         payment.price.currency,
         format_optional_instant(payment.paid_at),
+        1 if booking.refund_due else 0,
     )
 
 
@@ -144,6 +146,7 @@ def booking_from_row(row: Columns) -> Booking:
             price=Money(amount=row["payment_amount"], currency=row["payment_currency"]),
             paid_at=optional_instant(row["paid_at"]),
         ),
+        refund_due=bool(row["refund_due"]),
     )
 
 

@@ -99,14 +99,14 @@ GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?"  # 
 
 INSERT_BOOKING = (
     f"INSERT INTO bookings ({BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 UPDATE_BOOKING = """
 UPDATE bookings SET
     slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
     version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
-    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?
+    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?, refund_due = ?
 WHERE booking_id = ? AND version = ?
 """
 
