@@ -16,8 +16,9 @@ What runs (docs/perf-floor.md is the method):
 
   - ``floor``: ``harness.floor_app``, the bare SDK: its low-level ``Server`` with one async
     no-op tool on Litestar + uvicorn, tuned as the CLI is, and nothing of this project's;
-  - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
-    tools are measured here;
+  - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots and one
+    seed hold, the one ``get_booking`` reads, ``list_bookings`` lists and the replay repeats):
+    the read tools are measured here;
   - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
     plus ``--slots`` extra slots (``harness.bench_db``), so that every measured hold is a
     successful hold transaction of its own slot and every confirm is a full confirm (fresh
@@ -274,6 +275,13 @@ CONFIGS: tuple[Config, ...] = (
         "read",
         envelope_ok,
         lambda b: logical("booking.get_booking", {"bookingId": b.get_booking_id}),
+    ),
+    Config(
+        "call list_bookings",
+        "real",
+        "read",
+        envelope_ok,
+        lambda _: logical("booking.list_bookings", {"limit": 10}),
     ),
     Config(
         "call hold_slot (replay)",
