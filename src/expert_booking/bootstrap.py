@@ -14,8 +14,10 @@ from opentelemetry import trace
 from expert_booking.access.tool_switches import ToolSwitchWatcher
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.payments_http import HttpPaymentQuery
+from expert_booking.adapters.quota_memory import InProcessQuotaCounter
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
+from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.schemas import SchemaRegistry
@@ -57,8 +59,8 @@ class _StoreOpenedAtStartup:
     async def run(self, work: Callable[[Transaction], T]) -> T:
         return await self._opened().run(work)
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        return await self._opened().peek_booking(booking_id)
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        return await self._opened().peek_booking(booking_id, owner=owner)
 
     async def peek_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
@@ -138,6 +140,13 @@ def build_asgi_app(
     tool_switches = ToolSwitchWatcher(
         SqliteToolSwitches(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
     )
+    quota_limits = settings.quota_limits
+    # In process memory: SQLite's supported deployment is one server process per file.
+    admission = CallAdmission(
+        quota=InProcessQuotaCounter(quota_limits) if quota_limits is not None else None,
+        switches=tool_switches,
+        trusted_proxies=settings.trusted_proxies,
+    )
     mcp_server = build_mcp_server(
         service=service,
         clock=clock,
@@ -145,6 +154,7 @@ def build_asgi_app(
         version=package_version(),
         tracing_enabled=tracer_provider is not None,
         action_lines=action_lines,
+        admission=admission,
     )
 
     @asynccontextmanager

@@ -51,6 +51,7 @@ BOOKING_COLUMN_NAMES = (
     "payment_currency",
     "paid_at",
     "refund_due",
+    "owner",
 )
 BOOKING_COLUMNS = ", ".join(BOOKING_COLUMN_NAMES)
 Columns = sqlite3.Row | Mapping[str, Any]
@@ -122,6 +123,7 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         payment.price.currency,
         format_optional_instant(payment.paid_at),
         1 if booking.refund_due else 0,
+        booking.owner,
     )
 
 
@@ -147,6 +149,7 @@ def booking_from_row(row: Columns) -> Booking:
             paid_at=optional_instant(row["paid_at"]),
         ),
         refund_due=bool(row["refund_due"]),
+        owner=row["owner"],
     )
 
 

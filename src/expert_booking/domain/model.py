@@ -227,7 +227,12 @@ class HumanApproval:
 
 @dataclass(frozen=True, slots=True)
 class Booking:
-    """A booking of one slot by one customer; ``version`` grows with every state change."""
+    """A booking of one slot by one customer; ``version`` grows with every state change.
+
+    ``owner`` is the key of the principal that held it (``call_context.Principal.owner``):
+    the store finds a booking only for its owner, so nobody else can read or change it.
+    It never changes and is never shown on the wire.
+    """
 
     booking_id: str
     slot_id: str
@@ -242,6 +247,7 @@ class Booking:
     confirmed_at: datetime | None
     payment_page_url: str
     payment: Payment
+    owner: str
     refund_due: bool = False
     """A refund is owed outside this server (paid, but the booking cannot stand)."""
 

@@ -13,8 +13,9 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 
-from expert_booking.domain.errors import BookingError
+from expert_booking.domain.errors import BookingError, RateLimitedError
 from expert_booking.domain.model import format_instant
+from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
@@ -99,6 +100,7 @@ def build_mcp_server(
     version: str,
     tracing_enabled: bool = False,
     action_lines: ActionLineSink | None = None,
+    admission: CallAdmission | None = None,
 ) -> Server[Any]:
     """The MCP server with ``tool_catalog.search``, ``.read`` and ``.call``.
 
@@ -115,10 +117,15 @@ def build_mcp_server(
             and actions make no spans (``ActionObserver(spans=False)``).
         action_lines: Where action log lines go (``configure_logging``'s handler); without
             it they go through the ``expert_booking.actions`` logger.
+        admission: Quotas and kill switches (``edge/admission.py``); without it, neither.
     """
     observer = ActionObserver(clock, lines=action_lines, spans=tracing_enabled)
     dispatcher = ToolDispatcher(
-        service=service, catalog=ToolCatalog(registry), registry=registry, observer=observer
+        service=service,
+        catalog=ToolCatalog(registry),
+        registry=registry,
+        observer=observer,
+        disabled=admission.disabled if admission is not None else lambda _name: None,
     )
     schemas = {name: document.schema for name, document in dispatcher.inputs.items()}
     # The SDK's only use of get_tool_input_schema is Mcp-Param-* header validation, which walks
@@ -160,8 +167,28 @@ def build_mcp_server(
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
-            outcome = await dispatcher.run(params.name, args, action, context)
-            envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
+            if admission is None:
+                outcome = await dispatcher.run(params.name, args, action, context)
+                envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
+                return to_call_result(envelope)
+            admitted = await admission.admit(params, scope, context)
+            if isinstance(admitted, RateLimitedError):
+                action.fail(admitted.code)
+                outcome = Outcome(action, admitted)
+                remaining: int | None = 0
+            else:
+                outcome = await dispatcher.run(params.name, args, action, context)
+                remaining = admitted
+            if isinstance(outcome.result, BookingError):
+                admission.log_refusal(
+                    outcome.result,
+                    tool=outcome.result.details.get("name", params.name),
+                    operation_id=outcome.action.operation_id,
+                    scope=scope,
+                    context=context,
+                )
+            live = admission.live_meta(remaining)
+            envelope = _envelope(outcome, client_sent_at, server_received_at, clock, live)
         return to_call_result(envelope)
 
     server: Server[Any] = Server(
@@ -262,7 +289,11 @@ def _unknown_tool(name: str) -> MCPError:
 
 
 def _envelope(
-    outcome: Outcome, client_sent_at: str, server_received_at: str, clock: Clock
+    outcome: Outcome,
+    client_sent_at: str,
+    server_received_at: str,
+    clock: Clock,
+    live: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     action = outcome.action
     meta = build_meta(
@@ -274,6 +305,8 @@ def _envelope(
         server_result_created_at=format_instant(clock.now()),
         cache=action.cache,
     )
+    if live:
+        meta.update(live)
     if isinstance(outcome.result, BookingError):
         return failure(outcome.result, meta, render_booking)
     return success(outcome.result.data, meta)
