@@ -3,7 +3,8 @@
 Usage::
 
     python -m harness.bench [--quick] [--out bench-results/report.json] [--rounds N]
-                            [--window S] [--slots N] [--engine raw|httpx2]
+                            [--window S] [--slots N] [--engine raw|httpx2] [--only TEXT]
+                            [--baseline PYTHON]   # A/B: also the CLI of PYTHON's venv
     python -m harness.bench --inprocess [--requests N]     # server CPU/request, no sockets
     python -m harness.bench --profile "call hold_slot"     # cProfile one configuration
 
@@ -57,6 +58,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -177,6 +179,8 @@ class Bench:
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     rates: dict[tuple[str, int], float] = field(default_factory=dict)  # last measured req/s
+    # The same bench as another server sees it (its own seed booking): ``--baseline``.
+    views: dict[str, Bench] = field(default_factory=dict)
 
     def slot(self) -> str:
         index = next(self.next_slot)
@@ -330,6 +334,30 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
     return result
 
 
+BASELINE = "baseline"
+
+
+def with_baseline(configs: tuple[Config, ...]) -> tuple[Config, ...]:
+    """``configs`` plus, for each read tool and the hold, a twin on the ``--baseline`` CLI."""
+    twins = []
+    for config in configs:
+        if config.kind not in ("read", "hold") or config.make is None:
+            continue
+        twins.append(
+            dataclasses.replace(
+                config,
+                name=f"{config.name} @{BASELINE}",
+                server=config.server.replace("real", BASELINE),
+                make=_as_baseline_sees_it(config.make),
+            )
+        )
+    return (*configs, *twins)
+
+
+def _as_baseline_sees_it(make: Callable[[Bench], McpCall]) -> Callable[[Bench], McpCall]:
+    return lambda bench: make(bench.views[BASELINE])
+
+
 def selected(only: list[str] | None) -> tuple[Config, ...]:
     """The configurations whose name contains one of ``only`` (all without it), floor first."""
     if not only:
@@ -385,7 +413,10 @@ def _client(engine: str) -> HttpClient:
 
 
 async def run(
-    plan: Plan, engine: str = "raw", configs: tuple[Config, ...] = CONFIGS
+    plan: Plan,
+    engine: str = "raw",
+    configs: tuple[Config, ...] = CONFIGS,
+    baseline: str | None = None,
 ) -> dict[str, Any]:
     pin = pin_to(SERVER_CPU) is not None and pin_to(LOADGEN_CPU) is not None
     if pin:
@@ -410,6 +441,10 @@ async def run(
                 "real": cli_server(tmp / "seed.db", env, pin=pin),
                 "real+slots": cli_server(tmp / "bench.db", env, pin=pin),
             }
+            if baseline is not None:
+                shutil.copyfile(tmp / "bench.db", tmp / "base-bench.db")
+                for name, db in ((BASELINE, "base.db"), (f"{BASELINE}+slots", "base-bench.db")):
+                    servers[name] = cli_server(tmp / db, env, pin=pin, python=baseline)
             for server in servers.values():
                 server.launch()
                 stack.callback(server.close)
@@ -424,18 +459,25 @@ async def run(
                 clients[name] = client
             urls = {name: server.url for name, server in servers.items()}
             replayed = hold_arguments("slot-law-002")
-            seed_hold = await send(
-                clients["real"], urls["real"], logical("booking.hold_slot", replayed)
-            )
+            seeds = {
+                name: (
+                    await send(clients[name], urls[name], logical("booking.hold_slot", replayed))
+                )
+                for name in ("real", BASELINE)
+                if name in servers
+            }
             bench = Bench(
                 plan=plan,
                 urls=urls,
                 pids={name: server.pid for name, server in servers.items()},
                 clients=clients,
                 stub=stub,
-                get_booking_id=seed_hold.envelope["data"]["bookingId"],
+                get_booking_id=seeds["real"].envelope["data"]["bookingId"],
                 replayed_hold=replayed,
             )
+            if BASELINE in seeds:
+                booking_id = seeds[BASELINE].envelope["data"]["bookingId"]
+                bench.views[BASELINE] = dataclasses.replace(bench, get_booking_id=booking_id)
             started = time.perf_counter()
             rows = await run_rounds(bench, configs)
             elapsed = time.perf_counter() - started
@@ -489,6 +531,12 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="measure only configurations whose name contains TEXT (repeatable; floor always)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="A/B: also measure the read tools on the CLI of this interpreter's environment "
+        "(e.g. a venv with the commit to compare installed), interleaved in the same rounds",
+    )
     parser.add_argument("--profile", metavar="CONFIG", help="cProfile one configuration in process")
     parser.add_argument("--requests", type=int, default=2000, help="in-process requests per config")
     args = parser.parse_args(argv)
@@ -512,10 +560,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.slots:
         plan = dataclasses.replace(plan, slots=args.slots)
     else:  # every measured hold takes a slot: enough for the rounds and windows asked for
-        plan = dataclasses.replace(plan, slots=max(plan.slots, slots_needed(plan)))
+        servers = 2 if args.baseline else 1  # the slot numbers are shared by both bench dbs
+        plan = dataclasses.replace(plan, slots=max(plan.slots, servers * slots_needed(plan)))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
-    report = asyncio.run(run(plan, args.engine, configs))
+    if args.baseline:
+        configs = with_baseline(configs)
+    report = asyncio.run(run(plan, args.engine, configs, args.baseline))
     report["only"] = args.only
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")

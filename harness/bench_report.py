@@ -101,7 +101,30 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
         entry["checks"] = _checks(entry)
         entry["pass"] = all(c["pass"] for c in entry["checks"]) if entry["checks"] else None
         table.append(entry)
+    _compare_with_baseline(table)
     return table
+
+
+BASELINE_SUFFIX = " @baseline"
+
+
+def _compare_with_baseline(table: list[dict[str, Any]]) -> None:
+    """A/B: each configuration against its ``--baseline`` twin, round by round (same floor)."""
+    by_name = {entry["name"]: entry for entry in table}
+    for entry in table:
+        twin = by_name.get(entry["name"] + BASELINE_SUFFIX)
+        if twin is None:
+            continue
+        p50, rps = (
+            [a / b for a, b in zip(entry[key], twin[key], strict=True)]
+            for key in ("p50_ratio_c1_rounds", "rps_ratio_c16_rounds")
+        )
+        entry["vs_baseline"] = {
+            "p50_c1": _median(list(p50)),
+            "p50_c1_ci": median_ci(p50),
+            "rps_c16": _median(list(rps)),
+            "rps_c16_ci": median_ci(rps),
+        }
 
 
 def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -197,6 +220,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     print(f" tenants; the verdict reads the quiet rounds (frgn <= {QUIET_FOREIGN_CORES} in all")
     print(f" four runs of the pair) when there are {MIN_QUIET_ROUNDS} or more, else all rounds)")
     print_verdicts(table)
+    print_baseline_comparison(table)
     cold = extra["cold_start"]
     print(
         f"cold start (CLI, fresh db, median of {cold['spawns']}): "
@@ -254,6 +278,20 @@ def print_verdicts(table: list[dict[str, Any]]) -> None:
         print(f"  {entry['name']:<34} " + "   ".join(parts) + f"  ({used})")
     print(f"targets met: {passed}/{total}  (~: the interval straddles the line; more rounds or a")
     print(" quieter machine could turn that verdict)")
+
+
+def print_baseline_comparison(table: list[dict[str, Any]]) -> None:
+    compared = [entry for entry in table if "vs_baseline" in entry]
+    if not compared:
+        return
+    print()
+    print("A/B against --baseline (this tree / baseline, per round, median [95% CI]):")
+    for entry in compared:
+        ab = entry["vs_baseline"]
+        print(
+            f"  {entry['name']:<34} c=1 p50 {_ratio(ab['p50_c1'], ab['p50_c1_ci'])}"
+            f"   c=16 r/s {_ratio(ab['rps_c16'], ab['rps_c16_ci'])}"
+        )
 
 
 def _ratio(median: float | None, ci: tuple[float, float] | None) -> str:
