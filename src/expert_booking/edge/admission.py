@@ -42,10 +42,11 @@ from typing import Any, Final, Protocol
 
 import mcp_types as types
 
-from expert_booking.access.caller import Caller, resolve_caller
+from expert_booking.access.caller import Caller
 from expert_booking.access.ports import DisabledTool, QuotaCounter, ToolSwitchState
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import BookingError, RateLimitedError, ToolDisabledError
+from expert_booking.edge.request_context import request_caller
 from expert_booking.settings import IpNetwork
 
 logger = logging.getLogger("expert_booking.access")
@@ -128,16 +129,7 @@ class CallAdmission:
 
     def caller(self, scope: Mapping[str, Any], context: CallContext) -> Caller:
         """Who this request counts against: the verified principal, else the client address."""
-        principal = context.principal if context.principal.issuer is not None else None
-        client = scope.get("client")
-        peer = client[0] if isinstance(client, tuple | list) and client else None
-        headers = (
-            (name.decode("latin-1"), value.decode("latin-1"))
-            for name, value in scope.get("headers") or ()
-        )
-        return resolve_caller(
-            principal=principal, peer=peer, headers=headers, trusted_proxies=self._trusted
-        )
+        return request_caller(scope, context.principal, self._trusted)
 
     def log_refusal(
         self,

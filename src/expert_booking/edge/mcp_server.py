@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -25,7 +25,13 @@ from expert_booking.edge.observability import (
     caller_of,
     derive_trace_id,
 )
-from expert_booking.edge.request_context import asgi_scope, call_context, request_times
+from expert_booking.edge.request_context import (
+    asgi_scope,
+    call_context,
+    request_caller,
+    request_principal,
+    request_times,
+)
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.tool_registry import (
     BY_NAME,
@@ -43,6 +49,7 @@ from expert_booking.edge.tools import (
 from expert_booking.edge.wire import render_booking
 from expert_booking.ports import Clock
 from expert_booking.services import BookingService
+from expert_booking.settings import IpNetwork
 
 SERVER_NAME = "expert-booking-mcp"
 # tools/list and server/discover only change with the server version. One hour bounds how long
@@ -100,6 +107,7 @@ def build_mcp_server(
     version: str,
     tracing_enabled: bool = False,
     action_lines: ActionLineSink | None = None,
+    trusted_proxies: Sequence[IpNetwork] = (),
     admission: CallAdmission | None = None,
 ) -> Server[Any]:
     """The MCP server with ``tool_catalog.search``, ``.read`` and ``.call``.
@@ -117,6 +125,7 @@ def build_mcp_server(
             and actions make no spans (``ActionObserver(spans=False)``).
         action_lines: Where action log lines go (``configure_logging``'s handler); without
             it they go through the ``expert_booking.actions`` logger.
+        trusted_proxies: ``TRUSTED_PROXIES``: peers whose forwarding headers name the caller.
         admission: Quotas and kill switches (``edge/admission.py``); without it, neither.
     """
     observer = ActionObserver(clock, lines=action_lines, spans=tracing_enabled)
@@ -163,7 +172,8 @@ def build_mcp_server(
         with observer.action(
             params.name,
             trace_id=trace_id,
-            caller=caller_of(ctx.meta),
+            caller=request_caller(scope, request_principal(scope), trusted_proxies).log_value(),
+            client=caller_of(ctx.meta),
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)

@@ -99,7 +99,11 @@ class ToolDispatcher:
         if switch is not None:
             return _record(action, tool_disabled(switch))
         with self._observer.action(
-            resolved.tool.name, trace_id=action.trace_id, caller=action.caller, parent=action
+            resolved.tool.name,
+            trace_id=action.trace_id,
+            caller=action.caller,
+            client=action.client,
+            parent=action,
         ) as child:
             arguments = args["arguments"]  # passed on untransformed: never copied or merged
             scoped = context.in_span(child.trace_context)
