@@ -114,6 +114,7 @@ class Error(BaseModel):
         "STORAGE_BUSY",
         "INTERNAL_ERROR",
         "CATALOG_STALE",
+        "RESCHEDULE_PRICE_DIFFERS",
     ]
     """
     Stable error code.

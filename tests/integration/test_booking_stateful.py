@@ -34,6 +34,7 @@ from hypothesis.stateful import (
 from expert_booking.adapters.seed import SEED_SLOTS
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.errors import BookingError, PaymentUnavailableError
+from expert_booking.domain.intents import ActionIntent
 from expert_booking.domain.model import (
     Booking,
     BookingStatus,
@@ -43,8 +44,8 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
+from expert_booking.policy import BookingPolicy
 from expert_booking.services import (
-    BookingPolicy,
     BookingService,
     ConfirmBooking,
     GetBooking,
@@ -112,8 +113,8 @@ class ConfirmKey:
     recorded: Booking | str | None  # a committed outcome (booking or final error code)
 
 
-def _canonical_digest(intent: Intent) -> str:
-    doc = {
+def _canonical_digest(intent: Intent | ActionIntent) -> str:
+    doc: dict[str, object] = {
         "amount": intent.amount,
         "bookingId": intent.booking_id,
         "currency": intent.currency,
@@ -121,6 +122,11 @@ def _canonical_digest(intent: Intent) -> str:
         "startsAt": intent.starts_at,
         "version": intent.version,
     }
+    if isinstance(intent, ActionIntent):
+        doc["action"] = intent.action
+        if intent.new_slot_id is not None:
+            doc["newSlotId"] = intent.new_slot_id
+            doc["newStartsAt"] = intent.new_starts_at
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 

@@ -133,6 +133,8 @@ def _snapshot() -> dict[str, Any]:
             "paidAt": None,
         },
         "confirmationIntent": {"intent": intent, "intentHash": _intent_hash(intent)},
+        "history": [],
+        "cancelledAt": None,
     }
 
 

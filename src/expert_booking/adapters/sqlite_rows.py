@@ -23,6 +23,7 @@ from expert_booking.domain.model import (
     Payment,
     PaymentStatus,
     Slot,
+    SlotChange,
     format_instant,
     format_optional_instant,
     parse_instant,
@@ -50,6 +51,8 @@ BOOKING_COLUMN_NAMES = (
     "payment_amount",
     "payment_currency",
     "paid_at",
+    "history_json",
+    "cancelled_at",
 )
 BOOKING_COLUMNS = ", ".join(BOOKING_COLUMN_NAMES)
 Columns = sqlite3.Row | Mapping[str, Any]
@@ -120,6 +123,8 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         payment.price.amount,
         payment.price.currency,
         format_optional_instant(payment.paid_at),
+        history_to_json(booking.history),
+        format_optional_instant(booking.cancelled_at),
     )
 
 
@@ -144,6 +149,40 @@ def booking_from_row(row: Columns) -> Booking:
             price=Money(amount=row["payment_amount"], currency=row["payment_currency"]),
             paid_at=optional_instant(row["paid_at"]),
         ),
+        history=history_from_json(row["history_json"]),
+        cancelled_at=optional_instant(row["cancelled_at"]),
+    )
+
+
+def history_to_json(history: tuple[SlotChange, ...]) -> str:
+    """The slots a booking was moved away from, oldest first, as a compact JSON array."""
+    return _ENCODER.encode(
+        [
+            {
+                "slot_id": change.slot_id,
+                "expert_id": change.expert_id,
+                "starts_at": format_instant(change.starts_at),
+                "ends_at": format_instant(change.ends_at),
+                "changed_at": format_instant(change.changed_at),
+            }
+            for change in history
+        ]
+    )
+
+
+def history_from_json(text: str) -> tuple[SlotChange, ...]:
+    """Inverse of :func:`history_to_json` (``"[]"``, the column's default, is no change)."""
+    if text == "[]":
+        return ()
+    return tuple(
+        SlotChange(
+            slot_id=entry["slot_id"],
+            expert_id=entry["expert_id"],
+            starts_at=stored_instant(entry["starts_at"]),
+            ends_at=stored_instant(entry["ends_at"]),
+            changed_at=stored_instant(entry["changed_at"]),
+        )
+        for entry in json.loads(text)
     )
 
 

@@ -41,6 +41,7 @@ class ErrorCode(StrEnum):
     STORAGE_BUSY = "STORAGE_BUSY"
     INTERNAL_ERROR = "INTERNAL_ERROR"
     CATALOG_STALE = "CATALOG_STALE"
+    RESCHEDULE_PRICE_DIFFERS = "RESCHEDULE_PRICE_DIFFERS"
 
 
 class BookingError(Exception):
@@ -156,3 +157,9 @@ class CatalogStaleError(BookingError):
     """The caller read the tool documents at another catalog version than the server's."""
 
     code = ErrorCode.CATALOG_STALE
+
+
+class ReschedulePriceDiffersError(BookingError):
+    """The target slot's price or currency is not the booking's (differences are not charged)."""
+
+    code = ErrorCode.RESCHEDULE_PRICE_DIFFERS
