@@ -205,6 +205,10 @@ class BookingSnapshot(BaseModel):
     """
     The external payment of this booking as last seen by the server.
     """
+    refundDue: bool
+    """
+    true when the server has recorded that a refund is owed to the person outside this server (e.g. paid after the hold expired: PAID_AFTER_EXPIRY); false otherwise. This server never moves money: refunds and re-booking are handled by support.
+    """
     confirmationIntent: ConfirmationIntent | None
     """
     The approval challenge to show the person while the booking is HELD with payment PENDING; null in every other state (a confirmed booking cannot be approved again).

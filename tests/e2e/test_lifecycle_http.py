@@ -136,6 +136,7 @@ async def test_an_agent_reschedules_and_cancels_a_confirmed_booking_through_the_
     again = _approved(stop, asked)
     cancelled = _snapshot(await _call(client, cancel, again))
     assert (cancelled["status"], cancelled["version"]) == ("CANCELLED", moved["version"] + 1)
+    assert (cancelled["refundDue"], moved["refundDue"]) == (True, False)
     assert cancelled["cancelledAt"] is not None
 
     listed = await _call(
@@ -158,6 +159,7 @@ async def test_an_unpaid_hold_is_cancelled_at_once_over_http(
     }
     cancelled = _snapshot(await _call(client, "booking.cancel_booking", stop))
     assert (cancelled["status"], cancelled["payment"]["status"]) == ("CANCELLED", "PENDING")
+    assert cancelled["refundDue"] is False
     assert _snapshot(await _call(client, "booking.cancel_booking", stop)) == cancelled
     refused = await _call(
         client, "booking.cancel_booking", stop | {"idempotencyKey": str(uuid.uuid4())}

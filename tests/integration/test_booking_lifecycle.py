@@ -172,7 +172,7 @@ async def test_an_unpaid_hold_is_cancelled_at_once_without_approval_and_frees_it
     cancelled = await service.cancel_booking(_cancel(held), CONTEXT)
     assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, 2)
     assert cancelled.cancelled_at == clock.now()
-    assert cancelled.payment == held.payment
+    assert (cancelled.payment, cancelled.refund_due) == (held.payment, False)
     assert payments.queried_ids == [held.booking_id]
     assert await _get(service, held) == cancelled
     assert await _slot_is_free(service, "slot-ai-001")
@@ -186,7 +186,7 @@ async def test_a_hold_whose_payment_ended_unpaid_is_cancelled_with_that_payment_
     payments.script(held.booking_id, answer(held, status))
     cancelled = await service.cancel_booking(_cancel(held), CONTEXT)
     assert cancelled.status is BookingStatus.CANCELLED
-    assert cancelled.payment.status is PaymentStatus(status)
+    assert (cancelled.payment.status, cancelled.refund_due) == (PaymentStatus(status), False)
 
 
 async def test_a_hold_the_person_has_paid_needs_a_cancel_approval_and_keeps_the_payment(
@@ -261,7 +261,7 @@ async def test_a_confirmed_booking_is_cancelled_only_with_a_fresh_cancel_approva
         _cancel(confirmed, _action_approval(intent, clock)), CONTEXT
     )
     assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, confirmed.version + 1)
-    assert cancelled.payment == confirmed.payment
+    assert (cancelled.payment, cancelled.refund_due) == (confirmed.payment, True)
     assert cancelled.confirmed_at == confirmed.confirmed_at
     assert len(payments.calls) == queried  # a confirmed booking's payment is known
     assert await _slot_is_free(service, "slot-ai-001")

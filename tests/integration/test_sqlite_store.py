@@ -438,7 +438,8 @@ async def test_migration_3_rewrites_version_2_idempotency_records_to_the_column_
             "('booking.hold_slot', 'new', 'fp', ?, NULL)",
             (_VERSION_2_RECORD, booking_to_json(held)),
         )
-        # Migration 3 and the later one that adds columns to the records run again, in order.
+        # Migration 3 and the later ones that add columns to the records run again, in order.
+        _rewind_migration_6(connection)
         later = next(m.version for m in load_migrations() if m.name == "cancel_reschedule")
         connection.execute("DELETE FROM schema_migrations WHERE version IN (3, ?)", (later,))
     store = await SqliteBookingStore.open(db_path)
@@ -456,3 +457,46 @@ async def test_migration_3_rewrites_version_2_idempotency_records_to_the_column_
     assert old.booking == expected
     assert new is not None
     assert new.booking == held
+
+
+def _rewind_migration_6(connection: sqlite3.Connection) -> None:
+    """Back to the schema before migration 6 (no refund_due); the next open applies it again."""
+    connection.execute("ALTER TABLE bookings DROP COLUMN refund_due")
+    connection.execute(
+        "UPDATE idempotency SET booking_json = json_remove(booking_json, '$.refund_due')"
+    )
+    connection.execute("DELETE FROM schema_migrations WHERE version = 6")
+
+
+async def test_migration_6_adds_a_false_refund_due_to_bookings_and_records(
+    db_path: Path,
+) -> None:
+    held = make_booking("booking-held")
+
+    def write(tx: Transaction) -> None:
+        tx.insert_booking(held)
+        tx.put_idempotency(IdempotencyRecord("booking.hold_slot", "k", "fp", held, None))
+
+    store = await SqliteBookingStore.open(db_path)
+    try:
+        await store.run(write)
+    finally:
+        await store.close()
+    with _raw(db_path) as connection:
+        _rewind_migration_6(connection)
+        (text,) = connection.execute("SELECT booking_json FROM idempotency").fetchone()
+        assert "refund_due" not in json.loads(text)
+    store = await SqliteBookingStore.open(db_path)
+    try:
+        booking, record = await store.run(
+            lambda tx: (
+                tx.get_booking("booking-held"),
+                tx.get_idempotency("booking.hold_slot", "k"),
+            )
+        )
+    finally:
+        await store.close()
+    assert booking == held
+    assert record is not None
+    assert record.booking == held
+    assert held.refund_due is False

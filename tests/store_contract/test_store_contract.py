@@ -146,6 +146,31 @@ async def test_an_update_with_the_current_version_replaces_the_booking(
     assert await store.run(work) == confirmed
 
 
+async def test_a_refund_due_is_kept_by_updates_records_and_lists(store: BookingStore) -> None:
+    booking = make_booking()
+    owed = replace(
+        booking,
+        status=BookingStatus.EXPIRED,
+        version=2,
+        payment=replace(booking.payment, status=PaymentStatus.PAID, paid_at=T0),
+        refund_due=True,
+    )
+    record = IdempotencyRecord("booking.confirm_booking", "key-owed", "fp", owed, "X")
+
+    def work(tx: Transaction) -> tuple[Booking | None, IdempotencyRecord | None]:
+        tx.insert_booking(booking)
+        tx.update_booking(owed, expected_version=1)
+        tx.put_idempotency(record)
+        return tx.get_booking(booking.booking_id), tx.get_idempotency(record.scope, record.key)
+
+    assert booking.refund_due is False
+    assert await store.run(work) == (owed, record)
+    assert await store.peek_booking(booking.booking_id) == owed
+    listed, _ = await store.run(lambda tx: tx.list_bookings(EVERY, 0, 10))
+    assert listed == [owed]
+    assert (await store.peek_bookings(EVERY, 0, 10)).bookings == [owed]
+
+
 def _moved(booking: Booking, slot: Slot) -> Booking:
     change = SlotChange(
         booking.slot_id, booking.expert_id, booking.starts_at, booking.ends_at, T0 + timedelta(1)

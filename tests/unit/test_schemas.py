@@ -132,6 +132,7 @@ def _snapshot() -> dict[str, Any]:
             "currency": "CNY",
             "paidAt": None,
         },
+        "refundDue": False,
         "confirmationIntent": {"intent": intent, "intentHash": _intent_hash(intent)},
         "history": [],
         "cancelledAt": None,

@@ -51,6 +51,7 @@ BOOKING_COLUMN_NAMES = (
     "payment_amount",
     "payment_currency",
     "paid_at",
+    "refund_due",
     "history_json",
     "cancelled_at",
 )
@@ -123,6 +124,7 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         payment.price.amount,
         payment.price.currency,
         format_optional_instant(payment.paid_at),
+        1 if booking.refund_due else 0,
         history_to_json(booking.history),
         format_optional_instant(booking.cancelled_at),
     )
@@ -149,6 +151,7 @@ def booking_from_row(row: Columns) -> Booking:
             price=Money(amount=row["payment_amount"], currency=row["payment_currency"]),
             paid_at=optional_instant(row["paid_at"]),
         ),
+        refund_due=bool(row["refund_due"]),
         history=history_from_json(row["history_json"]),
         cancelled_at=optional_instant(row["cancelled_at"]),
     )

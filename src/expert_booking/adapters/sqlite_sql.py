@@ -106,7 +106,7 @@ UPDATE_BOOKING = """
 UPDATE bookings SET
     slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
     version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
-    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?,
+    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?, refund_due = ?,
     history_json = ?, cancelled_at = ?
 WHERE booking_id = ? AND version = ?
 """

@@ -53,7 +53,8 @@ def cancelled(booking: Booking, *, now: datetime, answer: PaymentAnswer | None) 
 
     ``answer`` is the payment answer a hold's cancellation read (already checked to match):
     a final status (PAID, FAILED, CLOSED) is recorded on the payment; ``None`` (a confirmed
-    booking) or PENDING keeps the payment as it is.
+    booking) or PENDING keeps the payment as it is. A paid booking that is cancelled is owed a
+    refund outside this server (``refund_due``).
     """
     payment = booking.payment
     if answer is not None and answer.status is not PaymentStatus.PENDING:
@@ -70,6 +71,7 @@ def cancelled(booking: Booking, *, now: datetime, answer: PaymentAnswer | None) 
         version=booking.version + 1,
         cancelled_at=now,
         payment=payment,
+        refund_due=booking.refund_due or is_paid(booking, answer),
     )
 
 

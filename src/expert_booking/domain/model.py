@@ -262,6 +262,8 @@ class Booking:
     confirmed_at: datetime | None
     payment_page_url: str
     payment: Payment
+    refund_due: bool = False
+    """A refund is owed outside this server (paid, but the booking cannot stand)."""
     history: tuple[SlotChange, ...] = ()
     cancelled_at: datetime | None = None
 

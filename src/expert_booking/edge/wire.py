@@ -49,6 +49,7 @@ def render_booking(booking: Booking) -> dict[str, Any]:
             "currency": payment.price.currency,
             "paidAt": _optional_text(payment.paid_at),
         },
+        "refundDue": booking.refund_due,
         "confirmationIntent": None
         if challenge is None
         else {"intent": render_intent(challenge.intent), "intentHash": challenge.intent_hash},

@@ -1,4 +1,4 @@
--- Version 6: CANCELLED joins the statuses (booking.cancel_booking), and a booking keeps the slots
+-- Version 7: CANCELLED joins the statuses (booking.cancel_booking), and a booking keeps the slots
 -- a reschedule moved it away from (history_json: a JSON array, oldest first) and when it was
 -- cancelled. SQLite cannot alter a CHECK constraint, so the bookings table is rebuilt: created
 -- anew, copied, the old one dropped (its indexes with it), renamed, and its indexes re-created.
@@ -24,6 +24,7 @@ CREATE TABLE bookings_rebuilt (
     payment_amount   TEXT NOT NULL,
     payment_currency TEXT NOT NULL,
     paid_at          TEXT,
+    refund_due       INTEGER NOT NULL DEFAULT 0 CHECK (refund_due IN (0, 1)),
     history_json     TEXT NOT NULL DEFAULT '[]' CHECK (json_type(history_json) = 'array'),
     cancelled_at     TEXT
 );
@@ -31,10 +32,10 @@ CREATE TABLE bookings_rebuilt (
 INSERT INTO bookings_rebuilt (
     booking_id, slot_id, expert_id, starts_at, ends_at, customer_json, status, version, held_at,
     expires_at, confirmed_at, payment_page_url, payment_status, payment_amount, payment_currency,
-    paid_at)
+    paid_at, refund_due)
 SELECT booking_id, slot_id, expert_id, starts_at, ends_at, customer_json, status, version, held_at,
     expires_at, confirmed_at, payment_page_url, payment_status, payment_amount, payment_currency,
-    paid_at
+    paid_at, refund_due
 FROM bookings;
 
 DROP TABLE bookings;
