@@ -114,6 +114,7 @@ class Error(BaseModel):
         "STORAGE_BUSY",
         "INTERNAL_ERROR",
         "CATALOG_STALE",
+        "PAID_AFTER_EXPIRY",
         "RESCHEDULE_PRICE_DIFFERS",
     ]
     """

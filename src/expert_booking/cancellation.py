@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from expert_booking.call_context import CallContext
-from expert_booking.domain.errors import BookingError, BookingNotFoundError
+from expert_booking.domain.errors import BookingError, BookingNotFoundError, InvalidStateError
 from expert_booking.domain.intents import cancel_intent
 from expert_booking.domain.lifecycle import CANCELLABLE, cancelled, changeable, is_paid
 from expert_booking.domain.model import (
@@ -24,10 +24,14 @@ from expert_booking.domain.model import (
     BookingStatus,
     HumanApproval,
     PaymentAnswer,
-    PaymentStatus,
     canonical_idempotency_key,
 )
-from expert_booking.domain.rules import check_intent_approval, check_payment_matches
+from expert_booking.domain.rules import (
+    check_intent_approval,
+    check_payment_matches,
+    payment_refusal,
+    record_paid_after_expiry,
+)
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import Clock, IdempotencyRecord, PaymentQueryPort, Transaction
 from expert_booking.replay import Writes, fingerprint, replay_outcome, unwrap
@@ -113,6 +117,7 @@ class Cancellation:
             if replayed is not None:
                 return replayed, released, False
             outcome = self._cancel(tx, command, digest, now, asked=asked, answer=answer)
+            # A payment after expiry is recorded too, but changes no slot: the cache stays.
             return outcome, released, isinstance(outcome, Booking)
 
         return work
@@ -131,15 +136,18 @@ class Cancellation:
         booking = tx.get_booking(command.booking_id)
         if booking is None:
             return BookingNotFoundError(booking_id=command.booking_id)
-        if (
-            booking.status is BookingStatus.EXPIRED
-            and answer is not None
-            and answer.status is PaymentStatus.PAID
-        ):
+        owed = None
+        if answer is not None:
+            owed = record_paid_after_expiry(booking, answer, skew=self._policy.approval_skew)
+        if owed is not None:
+            # The hold expired while its payment was queried, and the person had paid: on
+            # record as confirm records it (refund due), reported as PAID_AFTER_EXPIRY.
             logger.warning(
-                "reconciliation needed: booking %s was paid after its hold expired",
+                "paid after expiry: booking %s was paid after its hold expired; refund due",
                 booking.booking_id,
             )
+            tx.update_booking(owed, expected_version=booking.version)
+            return payment_refusal(owed) or InvalidStateError(booking_id=booking.booking_id)
         refusal = changeable(booking, command.expected_version, CANCELLABLE)
         if refusal is not None:
             return refusal

@@ -53,7 +53,12 @@ from expert_booking.domain.model import (
     canonical_idempotency_key,
     format_optional_instant,
 )
-from expert_booking.domain.rules import apply_payment, check_approval, payment_refusal
+from expert_booking.domain.rules import (
+    apply_payment,
+    check_approval,
+    payment_refusal,
+    record_paid_after_expiry,
+)
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
     BookingListQuery,
@@ -287,8 +292,9 @@ class BookingService:
         settled, released = await self.run_write(self._confirm_step(command, fingerprint, settle))
         self.after_write(released=released, changed=isinstance(settled, Booking))
         if isinstance(settled, Booking):
-            # FAILED/CLOSED were committed above (the slot is released) and are reported as
-            # errors, exactly as a replay of this idempotency key reports them.
+            # FAILED/CLOSED (the slot released) and a payment after expiry (a refund due)
+            # were committed above and are reported as errors, exactly as a replay of this
+            # idempotency key reports them.
             settled = payment_refusal(settled) or settled
         return unwrap(settled)
 
@@ -411,20 +417,27 @@ class BookingService:
         current = tx.get_booking(command.booking_id)
         if current is None:
             return BookingNotFoundError(booking_id=command.booking_id)
-        if current.status is BookingStatus.EXPIRED and answer.status is PaymentStatus.PAID:
+        # The hold expired while the payment was queried (transaction 1 saw it HELD at the
+        # expected version with a valid approval) and the answer is an exact PAID: money moved
+        # for a released slot. Recorded whatever the approval's age now: it is a fact about
+        # the payment, not a confirmation.
+        owed = record_paid_after_expiry(current, answer, skew=self._policy.approval_skew)
+        if owed is not None:
             logger.warning(
-                "reconciliation needed: booking %s was paid after its hold expired",
+                "paid after expiry: booking %s was paid after its hold expired; refund due",
                 current.booking_id,
             )
-        refusal = _confirmable(current, command.expected_version) or self._approval_refusal(
-            command, current, now
-        )
-        if refusal is not None:
-            return refusal
-        try:
-            settled = apply_payment(current, answer, now=now, skew=self._policy.approval_skew)
-        except BookingError as exc:  # PENDING or a mismatch: nothing changes
-            return exc
+            settled = owed
+        else:
+            refusal = _confirmable(current, command.expected_version) or self._approval_refusal(
+                command, current, now
+            )
+            if refusal is not None:
+                return refusal
+            try:
+                settled = apply_payment(current, answer, now=now, skew=self._policy.approval_skew)
+            except BookingError as exc:  # PENDING or a mismatch: nothing changes
+                return exc
         tx.update_booking(settled, expected_version=current.version)
         outcome_refusal = payment_refusal(settled)
         tx.put_idempotency(
@@ -512,7 +525,10 @@ class BookingService:
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:
     if booking.status is BookingStatus.EXPIRED:
-        return BookingExpiredError(booking_id=booking.booking_id, booking=booking)
+        # Once a payment after expiry is on record, every confirm of the booking says so.
+        return payment_refusal(booking) or BookingExpiredError(
+            booking_id=booking.booking_id, booking=booking
+        )
     if booking.version != expected_version:
         return VersionConflictError(
             booking_id=booking.booking_id,

@@ -3,7 +3,8 @@
 CONTRACT section 4: a timeout, a connection error, a non-200 status or a malformed body is
 PAYMENT_UNAVAILABLE (retryable) with nothing changed; a wrong bookingId, amount or currency,
 or PAID without paidAt is PAYMENT_MISMATCH with nothing changed; FAILED / CLOSED release the
-slot; an answer that arrives after the hold expired confirms nothing (BOOKING_EXPIRED).
+slot; a PAID answer that arrives after the hold expired confirms nothing and is recorded as
+PAID_AFTER_EXPIRY with refundDue.
 """
 
 from __future__ import annotations
@@ -321,7 +322,7 @@ async def test_failed_or_closed_payment_releases_the_slot(
     assert rehold["data"]["status"] == "HELD"
 
 
-async def test_paid_answer_arriving_after_the_hold_expired_confirms_nothing(
+async def test_paid_answer_arriving_after_the_hold_expired_is_paid_after_expiry_on_record(
     client: Client, stub: PaymentStub, offset_file: Path
 ) -> None:
     booking = await hold_free_slot(client)
@@ -341,12 +342,23 @@ async def test_paid_answer_arriving_after_the_hold_expired_confirms_nothing(
     finally:
         requests.on_append = None
 
-    assert _error(envelope) == ("BOOKING_EXPIRED", False)
+    assert _error(envelope) == ("PAID_AFTER_EXPIRY", False)
+    assert "support" in envelope["error"]["recovery"]["action"]
     assert len(stub.requests_for(booking["bookingId"])) == 1
     after = await get_booking(client, booking["bookingId"])
-    assert (after["status"], after["version"]) == ("EXPIRED", booking["version"] + 1)
-    assert after["payment"]["status"] == "PENDING"
+    assert envelope["error"]["details"]["booking"] == after
+    # Released (version + 1), then the payment after expiry recorded (version + 1).
+    assert (after["status"], after["version"]) == ("EXPIRED", booking["version"] + 2)
+    assert (after["refundDue"], after["payment"]["status"]) == (True, "PAID")
+    assert after["payment"]["paidAt"] == booking["heldAt"]
     assert after["confirmedAt"] is None
+    listed = await call(client, "booking.list_bookings", {"limit": 50})
+    assert listed["ok"], listed
+    assert after in listed["data"]["bookings"]
+    # The same confirmation replays its outcome without asking the payment service again.
+    again = await call(client, "booking.confirm_booking", arguments)
+    assert again["error"] == envelope["error"]
+    assert len(stub.requests_for(booking["bookingId"])) == 1
     rehold = await call(client, "booking.hold_slot", hold_arguments(booking["slotId"]))
     assert rehold["ok"], rehold
 

@@ -38,6 +38,7 @@ from expert_booking.services import (
     ConfirmBooking,
     GetBooking,
     HoldSlot,
+    ListBookings,
     SearchSlots,
     SlotPage,
 )
@@ -553,7 +554,7 @@ async def test_a_hold_whose_caller_was_cancelled_runs_whole_and_drops_the_slot_c
     assert "slot-ai-001" not in _ids(page)
 
 
-async def test_a_payment_that_succeeds_after_the_hold_expired_is_refused_as_expired(
+async def test_a_payment_that_succeeds_after_the_hold_expired_is_paid_after_expiry(
     service: BookingService,
     clock: MutableClock,
     payments: FakePayments,
@@ -572,12 +573,67 @@ async def test_a_payment_that_succeeds_after_the_hold_expired_is_refused_as_expi
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
         refused = await _refusal(service.confirm_booking(command, CONTEXT))
 
-    assert refused.code == "BOOKING_EXPIRED"
+    assert refused.code == "PAID_AFTER_EXPIRY"
+    assert refused.retryable is False
     after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
-    assert after.status is BookingStatus.EXPIRED
-    assert after.version == 2
+    # Released (version 2), then the payment after expiry recorded (version 3).
+    assert (after.status, after.version, after.refund_due) == (BookingStatus.EXPIRED, 3, True)
+    assert after.payment.status is PaymentStatus.PAID
+    assert after.payment.paid_at == clock.now()
+    assert after.confirmed_at is None
+    assert refused.booking == after
+    assert any("paid after expiry" in record.getMessage() for record in caplog.records)
+    listed = await service.list_bookings(ListBookings(limit=10), CONTEXT)
+    assert [(b.booking_id, b.refund_due) for b in listed.bookings] == [(booking.booking_id, True)]
+    # The same confirmation replays its outcome; another one learns the same; neither asks
+    # the payment service again.
+    again = await _refusal(service.confirm_booking(command, CONTEXT))
+    other = await _refusal(
+        service.confirm_booking(replace(command, idempotency_key=_key()), CONTEXT)
+    )
+    assert (again.code, again.booking) == ("PAID_AFTER_EXPIRY", after)
+    assert (other.code, other.booking) == ("PAID_AFTER_EXPIRY", after)
+    assert payments.queried_ids == [booking.booking_id]
+    # The slot was released with the hold: someone else may hold it.
+    assert (await _hold(service, customer=_customer("Grace Hopper"))).status is BookingStatus.HELD
+
+
+@pytest.mark.parametrize("status", ["FAILED", "CLOSED", "PENDING"])
+async def test_an_unpaid_answer_after_the_hold_expired_is_booking_expired_and_records_nothing(
+    service: BookingService, clock: MutableClock, payments: FakePayments, status: str
+) -> None:
+    booking = await _hold(service)
+
+    def slow_answer() -> Any:
+        clock.advance(301)
+        return answer(booking, status)
+
+    payments.script(booking.booking_id, slow_answer)
+    command = _confirm(booking, approval(booking, clock.now()))
+    assert (await _refusal(service.confirm_booking(command, CONTEXT))).code == "BOOKING_EXPIRED"
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
+    assert (after.status, after.version, after.refund_due) == (BookingStatus.EXPIRED, 2, False)
     assert after.payment.status is PaymentStatus.PENDING
-    assert any("reconciliation" in record.getMessage() for record in caplog.records)
+
+
+async def test_a_mismatching_paid_answer_after_the_hold_expired_records_nothing(
+    service: BookingService, clock: MutableClock, payments: FakePayments
+) -> None:
+    booking = await _hold(service)
+
+    def slow_answer() -> Any:
+        clock.advance(301)
+        return answer(booking, "PAID", paid_at=clock.now(), amount="1.00")
+
+    payments.script(booking.booking_id, slow_answer)
+    command = _confirm(booking, approval(booking, clock.now()))
+    assert (await _refusal(service.confirm_booking(command, CONTEXT))).code == "BOOKING_EXPIRED"
+    after = await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
+    assert (after.version, after.refund_due, after.payment.status) == (
+        2,
+        False,
+        PaymentStatus.PENDING,
+    )
 
 
 async def test_an_approval_that_goes_stale_during_a_slow_payment_query_confirms_nothing(

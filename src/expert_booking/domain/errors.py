@@ -41,6 +41,7 @@ class ErrorCode(StrEnum):
     STORAGE_BUSY = "STORAGE_BUSY"
     INTERNAL_ERROR = "INTERNAL_ERROR"
     CATALOG_STALE = "CATALOG_STALE"
+    PAID_AFTER_EXPIRY = "PAID_AFTER_EXPIRY"
     RESCHEDULE_PRICE_DIFFERS = "RESCHEDULE_PRICE_DIFFERS"
 
 
@@ -151,6 +152,12 @@ class StorageBusyError(BookingError):
 
 class InternalError(BookingError):
     code = ErrorCode.INTERNAL_ERROR
+
+
+class PaidAfterExpiryError(BookingError):
+    """The payment service says PAID for a booking whose hold had expired: a refund is owed."""
+
+    code = ErrorCode.PAID_AFTER_EXPIRY
 
 
 class CatalogStaleError(BookingError):

@@ -12,6 +12,7 @@ from expert_booking.domain.errors import (
     HumanApprovalExpiredError,
     HumanApprovalRejectedError,
     HumanApprovalRequiredError,
+    PaidAfterExpiryError,
     PaymentClosedError,
     PaymentFailedError,
     PaymentMismatchError,
@@ -158,6 +159,39 @@ def apply_payment(
     )
 
 
+def record_paid_after_expiry(
+    booking: Booking, answer: PaymentAnswer, *, skew: timedelta
+) -> Booking | None:
+    """The EXPIRED booking with its payment PAID and a refund due, or ``None``.
+
+    Only for an EXPIRED booking whose payment is still PENDING and an answer that is an exact
+    PAID of it (booking, amount, currency, a paid time in the window of :func:`apply_payment`).
+    The booking stays EXPIRED (its slot was released and may be someone else's now); the
+    change is a change like any other (version + 1). Any other answer changes nothing.
+    """
+    if (
+        booking.status is not BookingStatus.EXPIRED
+        or booking.payment.status is not PaymentStatus.PENDING
+    ):
+        return None
+    price = booking.payment.price
+    exact = (
+        answer.status is PaymentStatus.PAID
+        and answer.booking_id == booking.booking_id
+        and answer.amount == price.amount
+        and answer.currency == price.currency
+        and _paid_in_window(booking, answer, skew)
+    )
+    if not exact:
+        return None
+    return replace(
+        booking,
+        version=booking.version + 1,
+        payment=replace(booking.payment, status=PaymentStatus.PAID, paid_at=answer.paid_at),
+        refund_due=True,
+    )
+
+
 def check_payment_matches(booking: Booking, answer: PaymentAnswer, *, skew: timedelta) -> None:
     """Refuse an answer about another booking, amount or currency, or with a bad paid time.
 
@@ -187,8 +221,16 @@ def _paid_in_window(booking: Booking, answer: PaymentAnswer, skew: timedelta) ->
     return paid_at is not None and booking.held_at - skew <= paid_at <= answer.received_at + skew
 
 
-def payment_refusal(booking: Booking) -> PaymentFailedError | PaymentClosedError | None:
-    """The error that reports a committed FAILED/CLOSED outcome, or ``None`` when confirmed."""
+def payment_refusal(
+    booking: Booking,
+) -> PaymentFailedError | PaymentClosedError | PaidAfterExpiryError | None:
+    """The error that reports a committed payment outcome other than a confirmation.
+
+    FAILED/CLOSED (the slot released), or a payment PAID for an EXPIRED booking (a refund due:
+    :func:`record_paid_after_expiry`); ``None`` for a confirmed booking.
+    """
+    if booking.status is BookingStatus.EXPIRED and booking.payment.status is PaymentStatus.PAID:
+        return PaidAfterExpiryError(booking_id=booking.booking_id, booking=booking)
     if booking.status is BookingStatus.PAYMENT_FAILED:
         return PaymentFailedError(booking_id=booking.booking_id, booking=booking)
     if booking.status is BookingStatus.PAYMENT_CLOSED:

@@ -136,6 +136,13 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         recovery="An unexpected error occurred; quote the operationId when reporting it. "
         "Read the booking with booking.get_booking before trying anything else.",
     ),
+    ErrorCode.PAID_AFTER_EXPIRY: ErrorText(
+        message="The person paid, but the hold had expired; the booking is not confirmed and "
+        "a refund is owed (refundDue).",
+        recovery="Do not retry. Tell the person the payment arrived after the hold expired: "
+        "they should contact support, who owe them a refund, or re-book by holding a free slot "
+        "with a new idempotencyKey (and paying again).",
+    ),
     ErrorCode.CATALOG_STALE: ErrorText(
         message="The tool documents changed since the catalogVersion that was sent.",
         recovery="Nothing was run. Re-read the tool's document with tool_catalog.read, fix "
