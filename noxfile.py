@@ -1,4 +1,8 @@
-"""Developer and CI sessions: a bare ``nox`` runs every gate; ``nox -s bench`` runs the benchmark."""
+"""Developer and CI sessions: a bare ``nox`` runs every gate; ``nox -s bench`` runs the benchmark.
+
+``nox -s mutation`` (not in the default run: about 30 minutes with one mutmut child on a busy
+2-core machine) scores the unit and integration tests by mutation testing of the core.
+"""
 
 from __future__ import annotations
 
@@ -112,3 +116,15 @@ def demo(session: nox.Session) -> None:
     """Run the end-to-end demo against a spawned server and a payment stub."""
     _install_project(session)
     session.run("expert-booking-mcp", "demo")
+
+
+@nox.session(python=PYTHON)
+def mutation(session: nox.Session) -> None:
+    """mutmut over the core ([tool.mutmut]); fails under 90% of the non-equivalent mutants.
+
+    ``-- --reuse`` keeps ``mutants/`` and retests only changed functions and the survivors;
+    ``-- --max-children N`` runs N mutants at once (1 by default: the machine is shared).
+    """
+    _install_project(session)
+    session.install(*CONSTRAINTS, "mutmut")
+    session.run("python", "-m", "harness.mutation", *session.posargs)

@@ -31,6 +31,7 @@ from expert_booking.edge.log_writer import LoopBatchedWriter
 from expert_booking.edge.observability import ROOT_LOGGER
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
+    LOCAL_OWNER,
     BookingStore,
     SlotQuery,
     SlotSearchResult,
@@ -208,6 +209,7 @@ def make_booking(booking_id: str = "booking-x", **changes: Any) -> Booking:
         payment=Payment(
             query_id=booking_id, status=PaymentStatus.PENDING, price=Money("500.00", "CNY")
         ),
+        owner=LOCAL_OWNER,
     )
     return replace(base, **changes)
 

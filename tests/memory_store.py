@@ -3,9 +3,10 @@
 It keeps the seed's experts and slots and answers every port operation as the store contract
 (``tests/store_contract``) requires of any engine: all-or-nothing transactions run one at a
 time off the event loop, at most one active (HELD or CONFIRMED) booking per slot, compare-and-
-set updates by version, idempotency records written once, and peeks that see the last commit
-only. It is a test double, never shipped: an engine for production implements the port on a
-real database (SQLite today, PostgreSQL next) and passes the same suite.
+set updates by version, idempotency records written once per owner, bookings and records
+found only with their owner's key, and peeks that see the last commit only. It is a test
+double, never shipped: an engine for production implements the port on a real database
+(SQLite today, PostgreSQL next) and passes the same suite.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.ports import (
-    LOCAL_OWNER,
     BookingListQuery,
     BookingListResult,
     HoldLookup,
@@ -66,7 +66,7 @@ class _State:
     """Everything the store holds; a transaction works on a copy and commits by replacing it."""
 
     bookings: dict[str, Booking] = field(default_factory=dict)
-    records: dict[tuple[str, str], IdempotencyRecord] = field(default_factory=dict)
+    records: dict[tuple[str, str, str], IdempotencyRecord] = field(default_factory=dict)
 
     def copy(self) -> _State:
         return _State(dict(self.bookings), dict(self.records))
@@ -135,9 +135,11 @@ class MemoryTransaction:
         start = max(0, offset)
         return free[start : start + max(0, limit)], len(free)
 
-    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+    def lookup_hold(self, scope: str, key: str, slot_id: str, *, owner: str) -> HoldLookup:
         return HoldLookup(
-            self.get_idempotency(scope, key), self._slots.get(slot_id), self.next_hold_expiry()
+            self.get_idempotency(scope, key, owner=owner),
+            self._slots.get(slot_id),
+            self.next_hold_expiry(),
         )
 
     def lookup_slot(self, slot_id: str) -> SlotStanding | None:
@@ -152,16 +154,18 @@ class MemoryTransaction:
     def list_bookings(
         self, query: BookingListQuery, offset: int, limit: int
     ) -> tuple[list[Booking], int]:
-        bookings = self._bookings()
-        if query.owner != LOCAL_OWNER:  # no booking records its owner yet: all are local
-            return [], 0
+        bookings = {
+            booking_id: booking
+            for booking_id, booking in self._bookings().items()
+            if booking.owner == query.owner
+        }
         if query.idempotency_key is None:
             chosen = list(bookings.values())
         else:
             ids = {
                 record.booking.booking_id
-                for (_, key), record in self.state.records.items()
-                if key == query.idempotency_key
+                for (owner, _, key), record in self.state.records.items()
+                if owner == query.owner and key == query.idempotency_key
             }
             chosen = [bookings[booking_id] for booking_id in ids if booking_id in bookings]
         listed = sorted(
@@ -172,8 +176,8 @@ class MemoryTransaction:
         start = max(0, offset)
         return listed[start : start + max(0, limit)], len(listed)
 
-    def get_booking(self, booking_id: str) -> Booking | None:
-        return self._bookings().get(booking_id)
+    def get_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        return _owned(self._bookings().get(booking_id), owner)
 
     def insert_booking(self, booking: Booking) -> None:
         if booking.slot_id not in self._slots or booking.booking_id in self._bookings():
@@ -182,7 +186,7 @@ class MemoryTransaction:
         self.state.bookings[booking.booking_id] = booking
 
     def update_booking(self, booking: Booking, expected_version: int) -> None:
-        stored = self._bookings().get(booking.booking_id)
+        stored = _owned(self._bookings().get(booking.booking_id), booking.owner)
         if stored is None:
             raise BookingNotFoundError(booking_id=booking.booking_id)
         if stored.version != expected_version:
@@ -194,15 +198,16 @@ class MemoryTransaction:
         self._check_free(booking)
         self.state.bookings[booking.booking_id] = booking
 
-    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+    def get_idempotency(self, scope: str, key: str, *, owner: str) -> IdempotencyRecord | None:
         self._check_open()
-        return self.state.records.get((scope, key))
+        return self.state.records.get((owner, scope, key))
 
     def put_idempotency(self, record: IdempotencyRecord) -> None:
         self._check_open()
-        if (record.scope, record.key) in self.state.records:
+        stored_as = (record.booking.owner, record.scope, record.key)
+        if stored_as in self.state.records:
             raise InternalError
-        self.state.records[(record.scope, record.key)] = record
+        self.state.records[stored_as] = record
 
     def _check_free(self, booking: Booking) -> None:
         if booking.status in ACTIVE_STATUSES and any(
@@ -223,6 +228,11 @@ class MemoryTransaction:
             raise RuntimeError(msg)
 
 
+def _owned(booking: Booking | None, owner: str) -> Booking | None:
+    """The booking if ``owner`` owns it: another owner's reads as a missing one."""
+    return booking if booking is not None and booking.owner == owner else None
+
+
 class MemoryBookingStore:
     """``ports.BookingStore`` in process memory, seeded like a new SQLite database."""
 
@@ -231,8 +241,8 @@ class MemoryBookingStore:
         self._committed = _State()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-store")
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        return self._committed.bookings.get(booking_id)
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        return _owned(self._committed.bookings.get(booking_id), owner)
 
     async def peek_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int

@@ -8,9 +8,23 @@ from uuid import UUID
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
 
 
+class DisabledTool(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: str
+    """
+    The logical tool's name.
+    """
+    reason: str
+    """
+    The operator's reason.
+    """
+
+
 class Meta(BaseModel):
     """
-    Tracing and timing data of one tool call. The timestamps satisfy clientSentAt <= serverReceivedAt <= serverResultCreatedAt.
+    Tracing and timing data of one tool call, and the server's live state (quota, disabled tools): never in data. The timestamps satisfy clientSentAt <= serverReceivedAt <= serverResultCreatedAt.
     """
 
     model_config = ConfigDict(
@@ -43,6 +57,14 @@ class Meta(BaseModel):
     cache: Literal["HIT", "MISS", "BYPASS"]
     """
     HIT: served from the server's cache; MISS: computed and cached; BYPASS: the cache was not used (for example for writes and booking reads).
+    """
+    quotaRemaining: Annotated[int | None, Field(ge=0)] = None
+    """
+    Present while quotas are on: tool calls you may still make now (the smaller of your own and the server's allowance over the rolling minute), after this one.
+    """
+    disabledTools: list[DisabledTool] | None = None
+    """
+    Present while an operator has switched tools off: each such tool and why. Calls of them are refused with TOOL_DISABLED.
     """
 
 
@@ -115,6 +137,8 @@ class Error(BaseModel):
         "INTERNAL_ERROR",
         "CATALOG_STALE",
         "PAID_AFTER_EXPIRY",
+        "RATE_LIMITED",
+        "TOOL_DISABLED",
         "RESCHEDULE_PRICE_DIFFERS",
     ]
     """

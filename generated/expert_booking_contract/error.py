@@ -54,6 +54,8 @@ class Error(BaseModel):
         "INTERNAL_ERROR",
         "CATALOG_STALE",
         "PAID_AFTER_EXPIRY",
+        "RATE_LIMITED",
+        "TOOL_DISABLED",
         "RESCHEDULE_PRICE_DIFFERS",
     ]
     """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
@@ -13,14 +14,20 @@ from opentelemetry import trace
 
 from expert_booking.access.tool_switches import ToolSwitchWatcher
 from expert_booking.adapters.clock import SystemClock
+from expert_booking.adapters.jwks import JwksCache
+from expert_booking.adapters.jwt_verifier import JwtAccessTokenVerifier, VerifierPolicy
 from expert_booking.adapters.payments_http import HttpPaymentQuery
+from expert_booking.adapters.quota_memory import InProcessQuotaCounter
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
+from expert_booking.edge.admission import CallAdmission
+from expert_booking.edge.bearer_gate import BearerAuth, ResourceMetadata
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.policy import BookingPolicy
 from expert_booking.services import BookingService
+from expert_booking.settings import AuthMode
 from expert_booking.telemetry import configure_tracing
 from expert_booking.version import package_version
 
@@ -58,8 +65,8 @@ class _StoreOpenedAtStartup:
     async def run(self, work: Callable[[Transaction], T]) -> T:
         return await self._opened().run(work)
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        return await self._opened().peek_booking(booking_id)
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        return await self._opened().peek_booking(booking_id, owner=owner)
 
     async def peek_free_slots(
         self, query: SlotQuery, now: datetime, offset: int, limit: int
@@ -90,6 +97,32 @@ def payment_tls(base_url: str) -> ssl.SSLContext | bool:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
+AUTH_HTTP_TIMEOUT_SECONDS = 5.0
+"""Per phase, for the authorization server's metadata and key set (fetched rarely, cached)."""
+
+
+def bearer_auth(settings: Settings, clock: Clock) -> tuple[BearerAuth, httpx.AsyncClient] | None:
+    """In ``AUTH_MODE=oauth``: the request gate's token checks and the HTTP client of its keys.
+
+    The verifier checks tokens against ``AUTH_ISSUER``'s keys (``AUTH_JWKS_URL`` or its
+    metadata) for the audience ``AUTH_RESOURCE``; the metadata names that issuer as the one
+    authorization server. The caller closes the client. ``None`` in ``AUTH_MODE=none``.
+
+    Raises:
+        SettingsError: ``AUTH_ISSUER`` or ``AUTH_RESOURCE`` is missing.
+    """
+    if settings.auth_mode is not AuthMode.OAUTH:
+        return None
+    policy = VerifierPolicy.from_settings(settings)
+    http = httpx.AsyncClient(timeout=httpx.Timeout(AUTH_HTTP_TIMEOUT_SECONDS))
+    keys = JwksCache(
+        http, issuer=policy.issuer, jwks_url=settings.auth_jwks_url, clock=time.monotonic
+    )
+    verifier = JwtAccessTokenVerifier(policy, keys, clock)
+    metadata = ResourceMetadata(resource=policy.resource, authorization_servers=(policy.issuer,))
+    return BearerAuth(verifier, metadata), http
+
+
 def build_asgi_app(
     settings: Settings,
     *,
@@ -116,6 +149,7 @@ def build_asgi_app(
         verify=payment_tls(settings.payment_query_base_url),
     )
     typed_store: BookingStore = store
+    auth = bearer_auth(settings, clock)
     registry = SchemaRegistry.load()
     service = BookingService(
         store=typed_store,
@@ -139,6 +173,13 @@ def build_asgi_app(
     tool_switches = ToolSwitchWatcher(
         SqliteToolSwitches(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
     )
+    quota_limits = settings.quota_limits
+    # In process memory: SQLite's supported deployment is one server process per file.
+    admission = CallAdmission(
+        quota=InProcessQuotaCounter(quota_limits) if quota_limits is not None else None,
+        switches=tool_switches,
+        trusted_proxies=settings.trusted_proxies,
+    )
     mcp_server = build_mcp_server(
         service=service,
         clock=clock,
@@ -146,6 +187,8 @@ def build_asgi_app(
         version=package_version(),
         tracing_enabled=tracer_provider is not None,
         action_lines=action_lines,
+        trusted_proxies=settings.trusted_proxies,
+        admission=admission,
     )
 
     @asynccontextmanager
@@ -154,6 +197,8 @@ def build_asgi_app(
             if tracer_provider is not None:
                 closing.callback(tracer_provider.shutdown)
             closing.push_async_callback(payments_http.aclose)
+            if auth is not None:
+                closing.push_async_callback(auth[1].aclose)
             opened = await SqliteBookingStore.open(
                 settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
             )
@@ -163,4 +208,10 @@ def build_asgi_app(
             closing.push_async_callback(tool_switches.stop)
             yield
 
-    return create_app(mcp_server=mcp_server, settings=settings, clock=clock, lifespans=[resources])
+    return create_app(
+        mcp_server=mcp_server,
+        settings=settings,
+        clock=clock,
+        lifespans=[resources],
+        auth=None if auth is None else auth[0],
+    )

@@ -85,38 +85,53 @@ class Cancellation:
             PaymentUnavailableError, PaymentMismatchError.
         """
         digest = fingerprint(command)
-        outcome = await self._transaction(command, digest, asked=False, answer=None)
+        owner = context.principal.owner
+        outcome = await self._transaction(command, owner, digest, asked=False, answer=None)
         if not isinstance(outcome, _PaymentNeeded):
             return unwrap(outcome)
         # Outside any transaction: a slow payment service never holds the store lock.
         answer = await self._payments.query_payment(command.booking_id, context.trace)
-        settled = await self._transaction(command, digest, asked=True, answer=answer)
+        settled = await self._transaction(command, owner, digest, asked=True, answer=answer)
         if isinstance(settled, _PaymentNeeded):  # only transaction 1 asks for the payment
             msg = "cancel asked for the payment twice"
             raise TypeError(msg)
         return unwrap(settled)
 
     async def _transaction(
-        self, command: CancelBooking, digest: str, *, asked: bool, answer: PaymentAnswer | None
+        self,
+        command: CancelBooking,
+        owner: str,
+        digest: str,
+        *,
+        asked: bool,
+        answer: PaymentAnswer | None,
     ) -> _Outcome:
         outcome, released, changed = await self._writes.run_write(
-            self._work(command, digest, asked=asked, answer=answer)
+            self._work(command, owner, digest, asked=asked, answer=answer)
         )
         self._writes.after_write(released=released, changed=changed)
         return outcome
 
     def _work(
-        self, command: CancelBooking, digest: str, *, asked: bool, answer: PaymentAnswer | None
+        self,
+        command: CancelBooking,
+        owner: str,
+        digest: str,
+        *,
+        asked: bool,
+        answer: PaymentAnswer | None,
     ) -> Callable[[Transaction], tuple[_Outcome, int, bool]]:
         key = command.idempotency_key
 
         def work(tx: Transaction) -> tuple[_Outcome, int, bool]:
             now = self._clock.now()
             released = tx.release_overdue(now)
-            replayed = replay_outcome(tx.get_idempotency(CANCEL_SCOPE, key), key, digest)
+            replayed = replay_outcome(
+                tx.get_idempotency(CANCEL_SCOPE, key, owner=owner), key, digest
+            )
             if replayed is not None:
                 return replayed, released, False
-            outcome = self._cancel(tx, command, digest, now, asked=asked, answer=answer)
+            outcome = self._cancel(tx, command, owner, digest, now, asked=asked, answer=answer)
             # A payment after expiry is recorded too, but changes no slot: the cache stays.
             return outcome, released, isinstance(outcome, Booking)
 
@@ -126,6 +141,7 @@ class Cancellation:
         self,
         tx: Transaction,
         command: CancelBooking,
+        owner: str,
         digest: str,
         now: datetime,
         *,
@@ -133,7 +149,7 @@ class Cancellation:
         answer: PaymentAnswer | None,
     ) -> _Outcome:
         """Re-read and re-check the booking, then cancel it (refusals returned, not raised)."""
-        booking = tx.get_booking(command.booking_id)
+        booking = tx.get_booking(command.booking_id, owner=owner)
         if booking is None:
             return BookingNotFoundError(booking_id=command.booking_id)
         owed = None

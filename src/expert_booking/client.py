@@ -213,6 +213,7 @@ async def open_client(
     client_name: str = "expert-booking-client",
     headers: Mapping[str, str] | None = None,
     http_timeout: httpx2.Timeout = DEFAULT_TIMEOUT,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[Client]:
     """Connect the official ``mcp.Client`` to ``url`` with client timestamps on every request.
 
@@ -229,6 +230,9 @@ async def open_client(
         client_name: ``clientInfo.name`` sent in every request's ``_meta``.
         headers: extra headers for every request.
         http_timeout: HTTP timeouts.
+        auth: the HTTP authentication, e.g. the SDK's OAuth provider
+            (``mcp.client.auth.OAuthClientProvider``) for a server in ``AUTH_MODE=oauth``;
+            each request it sends (retries after a token included) is stamped anew.
 
     Yields:
         The connected client; it is closed when the block exits.
@@ -239,7 +243,7 @@ async def open_client(
     """
     stamping = ClientSentAtTransport(transport, clock=clock, on_exchange=on_exchange)
     async with httpx2.AsyncClient(
-        transport=stamping, timeout=http_timeout, headers=dict(headers or {})
+        transport=stamping, timeout=http_timeout, headers=dict(headers or {}), auth=auth
     ) as http:
         client = Client(
             streamable_http_client(url, http_client=http),

@@ -59,7 +59,8 @@ class SlotQuery:
 
 
 LOCAL_OWNER = "local"
-"""The owner of every stored booking until bookings record their owner (access control)."""
+"""The owner key of the one unauthenticated principal (``AUTH_MODE=none``), and of every
+booking stored before bookings recorded their owner (migration 7)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +68,10 @@ class BookingListQuery:
     """Filters of a booking list: whose bookings, which statuses, which idempotency key.
 
     Attributes:
-        owner: The owner key of the caller (``Principal.owner``). No booking records its owner
-            yet: every stored booking belongs to ``LOCAL_OWNER``, so another owner sees none.
-            An owner column, once stored, replaces that one comparison.
+        owner: The owner key of the caller (``Principal.owner``): only its bookings are listed.
         statuses: Only bookings with one of these statuses; empty for every status.
-        idempotency_key: Only the booking an idempotency record with this key (of any scope:
-            a hold's or a confirmation's) refers to.
+        idempotency_key: Only the booking an idempotency record of this owner with this key
+            (of any scope: a hold's or a confirmation's) refers to.
     """
 
     owner: str
@@ -91,7 +90,11 @@ class BookingListResult:
 
 @dataclass(frozen=True, slots=True)
 class IdempotencyRecord:
-    """The committed outcome of one idempotent request (stored with the change it describes)."""
+    """The committed outcome of one idempotent request (stored with the change it describes).
+
+    Keyed by ``(owner, scope, key)``, its owner being ``booking.owner``: two principals using
+    one key never see each other's record.
+    """
 
     scope: str
     key: str
@@ -129,6 +132,13 @@ class HoldLookup:
 class Transaction(Protocol):
     """Operations available inside one store transaction (all or nothing).
 
+    Ownership lives here, in the store's lookups, and nowhere else: a booking or an
+    idempotency record is read only together with its owner's key (``Principal.owner``), so a
+    booking of another principal is ``None`` exactly like an unknown id, and a use case (hold,
+    confirm, get, list, cancel, reschedule...) cannot reach one by forgetting a check. Writes
+    carry the owner in ``Booking.owner``: an update matches a stored booking only of that
+    owner. ``release_overdue`` alone spans owners (a hold's expiry is nobody's choice).
+
     Synchronous on purpose: a transaction's whole body runs as one call on the store's own
     worker (``BookingStore.run``), so it costs one hand-off between threads instead of one per
     statement, and nothing else interleaves with it.
@@ -148,7 +158,7 @@ class Transaction(Protocol):
         """Free slots (no active booking, starting after ``now``) by start time; page and total."""
         ...
 
-    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
+    def lookup_hold(self, scope: str, key: str, slot_id: str, *, owner: str) -> HoldLookup:
         """``get_idempotency``, the slot (joined with its expert) and ``next_hold_expiry`` at once.
 
         Valid before ``release_overdue``: a release changes neither the record nor the slot.
@@ -173,10 +183,12 @@ class Transaction(Protocol):
         """
         ...
 
-    def get_booking(self, booking_id: str) -> Booking | None: ...
+    def get_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        """The booking if it exists AND belongs to ``owner``; else ``None``, either way alike."""
+        ...
 
     def insert_booking(self, booking: Booking) -> None:
-        """Insert a new booking.
+        """Insert a new booking (owned by ``booking.owner``).
 
         Raises:
             SlotUnavailableError: the slot already has an active booking.
@@ -184,7 +196,7 @@ class Transaction(Protocol):
         ...
 
     def update_booking(self, booking: Booking, expected_version: int) -> None:
-        """Replace the stored booking if its stored version is ``expected_version``.
+        """Replace the stored booking of ``booking.owner`` if its version is ``expected_version``.
 
         A changed ``slot_id`` moves the booking in one step: the new slot is secured (no other
         active booking may have it) as the old one is released, never one without the other.
@@ -192,12 +204,17 @@ class Transaction(Protocol):
         Raises:
             VersionConflictError: the stored version differs.
             SlotUnavailableError: the booking would be a second active booking of its slot.
+            BookingNotFoundError: no booking of that owner has this id.
         """
         ...
 
-    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None: ...
+    def get_idempotency(self, scope: str, key: str, *, owner: str) -> IdempotencyRecord | None:
+        """The record ``owner`` stored under ``(scope, key)``; another owner's is invisible."""
+        ...
 
-    def put_idempotency(self, record: IdempotencyRecord) -> None: ...
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        """Store a record under ``(record.booking.owner, scope, key)`` (written once)."""
+        ...
 
 
 class BookingStore(Protocol):
@@ -208,8 +225,8 @@ class BookingStore(Protocol):
     it read must release and read again inside ``run``.
     """
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        """The last committed state of a booking (overdue holds not released)."""
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        """The last committed state of ``owner``'s booking (overdue holds not released)."""
         ...
 
     async def peek_free_slots(

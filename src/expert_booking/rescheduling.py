@@ -60,9 +60,7 @@ class Rescheduling:
         self._clock = clock
         self._policy = policy
 
-    async def reschedule_booking(
-        self, command: RescheduleBooking, _context: CallContext
-    ) -> Booking:
+    async def reschedule_booking(self, command: RescheduleBooking, context: CallContext) -> Booking:
         """Move a CONFIRMED booking to a free slot of the same price, after human approval.
 
         Raises:
@@ -72,14 +70,17 @@ class Rescheduling:
         """
         digest = fingerprint(command)
         key = command.idempotency_key
+        owner = context.principal.owner
 
         def work(tx: Transaction) -> tuple[Booking | BookingError, int, bool]:
             now = self._clock.now()
             released = tx.release_overdue(now)
-            replayed = replay_outcome(tx.get_idempotency(RESCHEDULE_SCOPE, key), key, digest)
+            replayed = replay_outcome(
+                tx.get_idempotency(RESCHEDULE_SCOPE, key, owner=owner), key, digest
+            )
             if replayed is not None:
                 return replayed, released, False
-            outcome = self._move(tx, command, digest, now)
+            outcome = self._move(tx, command, owner, digest, now)
             return outcome, released, isinstance(outcome, Booking)
 
         outcome, released, changed = await self._writes.run_write(work)
@@ -87,10 +88,10 @@ class Rescheduling:
         return unwrap(outcome)
 
     def _move(
-        self, tx: Transaction, command: RescheduleBooking, digest: str, now: datetime
+        self, tx: Transaction, command: RescheduleBooking, owner: str, digest: str, now: datetime
     ) -> Booking | BookingError:
         """Check, then move; refusals are returned so the transaction's release commits."""
-        booking = tx.get_booking(command.booking_id)
+        booking = tx.get_booking(command.booking_id, owner=owner)
         if booking is None:
             return BookingNotFoundError(booking_id=command.booking_id)
         refusal = changeable(booking, command.expected_version, _RESCHEDULABLE)

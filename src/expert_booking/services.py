@@ -12,6 +12,11 @@ it off the event loop in one piece (one thread hop, nothing interleaved), commit
 returns and rolls back when it raises. Refusals that must not undo the transaction's overdue
 release are returned as values, not raised.
 
+Ownership is the store's (``ports.Transaction``): every booking and idempotency lookup takes
+the caller's owner key (``context.principal.owner``), so another principal's booking is not
+found, exactly like an unknown id, and idempotency keys are scoped per principal. A new use
+case inherits that by passing the owner; there is no lookup without one.
+
 Reads (get, search, list) first peek at the last committed state without the write lock; only when
 what they read depends on an overdue hold (the booking itself, or any hold for a search or a
 list) do they fall back to a transaction that releases it and reads again. So a read never shows an
@@ -240,17 +245,20 @@ class BookingService:
         self.after_write(released=released, changed=False)
         return found, now
 
-    async def hold_slot(self, command: HoldSlot, _context: CallContext) -> Booking:
+    async def hold_slot(self, command: HoldSlot, context: CallContext) -> Booking:
         """Hold a free slot for ``hold_ttl``; the result carries the confirmation intent.
 
         Raises:
             IdempotencyConflictError, SlotNotFoundError, SlotUnavailableError.
         """
         fingerprint = fingerprint_of(command)
+        owner = context.principal.owner
 
         def work(tx: Transaction) -> tuple[Booking | BookingError, int]:
             now = self._clock.now()
-            found = tx.lookup_hold(HOLD_SCOPE, command.idempotency_key, command.slot_id)
+            found = tx.lookup_hold(
+                HOLD_SCOPE, command.idempotency_key, command.slot_id, owner=owner
+            )
             # A release changes neither the record nor the slot row, only whether it is free:
             # it runs before the insert, and only when a hold is overdue (one statement less).
             due = release_due(found.next_hold_expiry, now)
@@ -258,7 +266,7 @@ class BookingService:
             replayed = replay_outcome(found.record, command.idempotency_key, fingerprint)
             if replayed is not None:
                 return replayed, released
-            return self._hold(tx, command, found.slot, fingerprint, now), released
+            return self._hold(tx, command, found.slot, fingerprint, now, owner=owner), released
 
         outcome, released = await self.run_write(work)
         self.after_write(released=released, changed=isinstance(outcome, Booking))
@@ -274,8 +282,9 @@ class BookingService:
             PaymentMismatchError, PaymentFailedError, PaymentClosedError.
         """
         fingerprint = fingerprint_of(command)
+        owner = context.principal.owner
         outcome, released = await self.run_write(
-            self._confirm_step(command, fingerprint, self._precheck_confirm)
+            self._confirm_step(command, owner, fingerprint, self._precheck_confirm)
         )
         self.after_write(released=released, changed=False)
         if outcome is not None:
@@ -285,11 +294,13 @@ class BookingService:
         answer = await self._payments.query_payment(command.booking_id, context.trace)
 
         def settle(
-            tx: Transaction, command: ConfirmBooking, now: datetime
+            tx: Transaction, command: ConfirmBooking, owner: str, now: datetime
         ) -> Booking | BookingError:
-            return self._settle(tx, command, fingerprint, answer, now)
+            return self._settle(tx, command, fingerprint, answer, now, owner=owner)
 
-        settled, released = await self.run_write(self._confirm_step(command, fingerprint, settle))
+        settled, released = await self.run_write(
+            self._confirm_step(command, owner, fingerprint, settle)
+        )
         self.after_write(released=released, changed=isinstance(settled, Booking))
         if isinstance(settled, Booking):
             # FAILED/CLOSED (the slot released) and a payment after expiry (a refund due)
@@ -298,20 +309,21 @@ class BookingService:
             settled = payment_refusal(settled) or settled
         return unwrap(settled)
 
-    async def get_booking(self, command: GetBooking, _context: CallContext) -> Booking:
-        """The booking as it is now (overdue holds released first).
+    async def get_booking(self, command: GetBooking, context: CallContext) -> Booking:
+        """The caller's booking as it is now (overdue holds released first).
 
         Raises:
-            BookingNotFoundError: no booking has this id.
+            BookingNotFoundError: no booking of the caller has this id.
         """
         booking_id = command.booking_id
-        booking = await self._store.peek_booking(booking_id)
+        owner = context.principal.owner
+        booking = await self._store.peek_booking(booking_id, owner=owner)
         # Judged after the read: a hold not overdue now was not overdue in the snapshot either.
         if booking is not None and booking.is_overdue(self._clock.now()):
 
             def work(tx: Transaction) -> tuple[Booking | None, int]:
                 released = tx.release_overdue(self._clock.now())
-                return tx.get_booking(booking_id), released
+                return tx.get_booking(booking_id, owner=owner), released
 
             booking, released = await self.run_write(work)
             self.after_write(released=released, changed=False)
@@ -368,6 +380,8 @@ class BookingService:
         slot: Slot | None,
         fingerprint: str,
         now: datetime,
+        *,
+        owner: str,
     ) -> Booking | BookingError:
         if slot is None:
             return SlotNotFoundError(slot_id=command.slot_id)
@@ -389,6 +403,7 @@ class BookingService:
             confirmed_at=None,
             payment_page_url=f"{self._policy.payment_page_base_url.rstrip('/')}/{booking_id}",
             payment=Payment(query_id=booking_id, status=PaymentStatus.PENDING, price=slot.price),
+            owner=owner,
         )
         tx.insert_booking(booking)
         tx.put_idempotency(
@@ -409,12 +424,14 @@ class BookingService:
         fingerprint: str,
         answer: PaymentAnswer,
         now: datetime,
+        *,
+        owner: str,
     ) -> Booking | BookingError:
         """Transaction 2 of confirm: re-read, re-check, apply the payment answer, record it.
 
         Refusals are returned, not raised, so the overdue release of this transaction commits.
         """
-        current = tx.get_booking(command.booking_id)
+        current = tx.get_booking(command.booking_id, owner=owner)
         if current is None:
             return BookingNotFoundError(booking_id=command.booking_id)
         # The hold expired while the payment was queried (transaction 1 saw it HELD at the
@@ -470,8 +487,9 @@ class BookingService:
     def _confirm_step(
         self,
         command: ConfirmBooking,
+        owner: str,
         fingerprint: str,
-        step: Callable[[Transaction, ConfirmBooking, datetime], R],
+        step: Callable[[Transaction, ConfirmBooking, str, datetime], R],
     ) -> Callable[[Transaction], tuple[R | Booking | BookingError, int]]:
         """A confirm transaction: release overdue holds, replay a repeated key, else ``step``."""
         key = command.idempotency_key
@@ -479,17 +497,18 @@ class BookingService:
         def work(tx: Transaction) -> tuple[R | Booking | BookingError, int]:
             now = self._clock.now()
             released = tx.release_overdue(now)
-            replayed = replay_outcome(tx.get_idempotency(CONFIRM_SCOPE, key), key, fingerprint)
+            record = tx.get_idempotency(CONFIRM_SCOPE, key, owner=owner)
+            replayed = replay_outcome(record, key, fingerprint)
             if replayed is not None:
                 return replayed, released
-            return step(tx, command, now), released
+            return step(tx, command, owner, now), released
 
         return work
 
     def _precheck_confirm(
-        self, tx: Transaction, command: ConfirmBooking, now: datetime
+        self, tx: Transaction, command: ConfirmBooking, owner: str, now: datetime
     ) -> BookingError | None:
-        booking = tx.get_booking(command.booking_id)
+        booking = tx.get_booking(command.booking_id, owner=owner)
         if booking is None:
             return BookingNotFoundError(booking_id=command.booking_id)
         return _confirmable(booking, command.expected_version) or self._approval_refusal(

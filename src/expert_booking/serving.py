@@ -137,6 +137,10 @@ def serve(
             HttpLimits.from_settings(bounds, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         ),
         lifespan="on",
+        # uvicorn would rewrite the peer from X-Forwarded-For sent from 127.0.0.1 (its default
+        # FORWARDED_ALLOW_IPS): the peer stays the socket's; access/caller.py reads forwarding
+        # headers itself, from TRUSTED_PROXIES only (a quota bucket is never client-chosen).
+        proxy_headers=False,
         access_log=False,
         log_config=None,
         log_level="warning",

@@ -145,8 +145,7 @@ class Settings:
         Raises:
             SettingsError: ``AUTH_MODE=none`` with a non-loopback ``HOST`` (anyone who can reach
                 the port would act as the one local principal), or ``AUTH_MODE=oauth`` without
-                ``AUTH_ISSUER`` or ``AUTH_RESOURCE``; and, until the request gate is wired,
-                ``AUTH_MODE=oauth`` at all (it would serve without checking any token).
+                ``AUTH_ISSUER`` or ``AUTH_RESOURCE``.
         """
         if self.auth_mode is AuthMode.NONE and not is_loopback_host(self.host):
             raise SettingsError(
@@ -165,10 +164,6 @@ class Settings:
             ]
             if missing:
                 raise SettingsError(f"AUTH_MODE=oauth needs {' and '.join(missing)}")
-            raise SettingsError(
-                "AUTH_MODE=oauth is not enforced on requests yet (the access-control gate is "
-                "not wired in this version): serve with AUTH_MODE=none on loopback"
-            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -109,3 +110,32 @@ def enveloped(method: str, params: dict[str, Any], sent: str | None) -> dict[str
     if sent is not None:
         meta["clientSentAt"] = sent
     return {"jsonrpc": "2.0", "id": 7, "method": method, "params": {**params, "_meta": meta}}
+
+
+def call_tool(
+    port: int,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One stamped ``tools/call`` over its own connection; the tool result's envelope.
+
+    ``headers`` are added to the stamped ones (``X-Forwarded-For``, ``Forwarded``...).
+    """
+    sent = now_stamp()
+    body = enveloped("tools/call", {"name": name, "arguments": arguments}, sent)
+    fields = {**stamped_headers(sent, "tools/call"), "Mcp-Name": name, **(headers or {})}
+    response = exchange(port, request("/mcp", body, headers=fields))
+    assert response is not None
+    assert response.status == 200, response
+    envelope: dict[str, Any] = response.json()["result"]["structuredContent"]
+    return envelope
+
+
+def call_logical(
+    port: int, name: str, arguments: dict[str, Any], *, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``tool_catalog.call`` of logical tool ``name`` (see :func:`call_tool`)."""
+    call = {"name": name, "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
+    return call_tool(port, "tool_catalog.call", call, headers=headers)

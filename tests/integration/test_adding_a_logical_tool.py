@@ -105,7 +105,7 @@ async def test_a_new_entry_is_found_read_called_and_annotated(registry: SchemaRe
     async def call(arguments: dict[str, Any]) -> Any:
         request = {"name": NAME, "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
         with observer.action(
-            "tool_catalog.call", trace_id=CONTEXT.trace.trace_id, caller="test"
+            "tool_catalog.call", trace_id=CONTEXT.trace.trace_id, caller={"address": "test"}
         ) as action:
             return (await dispatcher.run("tool_catalog.call", request, action, CONTEXT)).result
 

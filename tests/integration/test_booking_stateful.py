@@ -47,6 +47,7 @@ from expert_booking.domain.model import (
     PaymentStatus,
 )
 from expert_booking.policy import BookingPolicy
+from expert_booking.ports import LOCAL_OWNER
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
     BookingService,
@@ -700,7 +701,9 @@ class BookingMachine(RuleBasedStateMachine):
     def _stored(self) -> list[Booking]:
         async def read() -> list[Booking]:
             found = await self.store.run(
-                lambda tx: [tx.get_booking(booking_id) for booking_id in self.bookings]
+                lambda tx: [
+                    tx.get_booking(booking_id, owner=LOCAL_OWNER) for booking_id in self.bookings
+                ]
             )
             return [booking for booking in found if booking is not None]
 

@@ -153,7 +153,8 @@ async def test_an_ordinary_paid_confirm_logs_no_reconciliation_warning(
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
         confirmed = await service.confirm_booking(command, CONTEXT)
     assert confirmed.status is BookingStatus.CONFIRMED
-    assert not [r for r in caplog.records if "reconciliation" in r.getMessage()]
+    # No warning at all: the paid-after-expiry line's wording may change, its absence may not.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_an_idempotency_key_in_upper_case_replays_the_same_hold(

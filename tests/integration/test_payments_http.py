@@ -356,7 +356,12 @@ _MISSING = object()
             "TOO_LARGE",
         ),
         (
-            {"return_value": httpx.Response(200, content=_chunked(b" " * MAX_ANSWER_BYTES))},
+            # A new one-shot stream per request, so the case can run again in one process.
+            {
+                "side_effect": lambda _: httpx.Response(
+                    200, content=_chunked(b" " * MAX_ANSWER_BYTES)
+                )
+            },
             "TOO_LARGE",
         ),
     ],

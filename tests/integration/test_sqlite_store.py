@@ -16,7 +16,12 @@ import anyio
 import pytest
 
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
-from expert_booking.adapters.sqlite_migrations import load_migrations, split_statements
+from expert_booking.adapters.sqlite_migrations import (
+    apply_migration,
+    load_migrations,
+    pending_migrations,
+    split_statements,
+)
 from expert_booking.adapters.sqlite_sql import search_params
 from expert_booking.adapters.sqlite_store import (
     SqliteBookingStore,
@@ -33,6 +38,7 @@ from expert_booking.domain.model import (
     Slot,
 )
 from expert_booking.ports import (
+    LOCAL_OWNER,
     IdempotencyRecord,
     SlotQuery,
     Transaction,
@@ -67,7 +73,7 @@ def _count(db_path: Path, sql: str, *params: object) -> int:
 
 def _slot(tx: Transaction, slot_id: str) -> Slot | None:
     """The stored slot (joined with its expert), as a hold reads it."""
-    return tx.lookup_hold("booking.hold_slot", "no-key", slot_id).slot
+    return tx.lookup_hold("booking.hold_slot", "no-key", slot_id, owner=LOCAL_OWNER).slot
 
 
 async def test_a_new_database_is_created_migrated_and_seeded(store: SqliteBookingStore) -> None:
@@ -165,7 +171,7 @@ async def test_an_exception_inside_a_transaction_rolls_back_every_change(
     assert _count(db_path, "SELECT COUNT(*) FROM bookings") == 1
     assert _count(db_path, "SELECT COUNT(*) FROM bookings WHERE status = 'HELD'") == 1
     assert _count(db_path, "SELECT COUNT(*) FROM idempotency") == 0
-    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) is None
+    assert await store.run(lambda tx: tx.get_booking(booking.booking_id, owner=LOCAL_OWNER)) is None
 
 
 async def test_a_transaction_runs_on_the_store_worker_not_on_the_event_loop(
@@ -274,7 +280,7 @@ async def test_peeks_answer_while_another_process_holds_the_write_lock(db_path: 
             competitor.execute("DELETE FROM slots WHERE slot_id = 'slot-fin-002'")
             with anyio.fail_after(5):
                 page = await store.peek_free_slots(ALL, T0, 0, 20)
-                assert await store.peek_booking("booking-x") is None
+                assert await store.peek_booking("booking-x", owner=LOCAL_OWNER) is None
             competitor.execute("ROLLBACK")
         assert page.total == len(SEED_ORDER)
     finally:
@@ -425,29 +431,37 @@ _VERSION_2_RECORD = json.dumps(
 )
 
 
+def _database_at(db_path: Path, version: int) -> None:
+    """A database as the server left it at schema ``version`` (migrations 1..version)."""
+    with _raw(db_path) as connection:
+        pending = pending_migrations(connection)
+        for migration in pending[:version]:
+            connection.execute("BEGIN IMMEDIATE")
+            apply_migration(connection, migration)
+            connection.execute("COMMIT")
+
+
 async def test_migration_3_rewrites_version_2_idempotency_records_to_the_column_form(
     db_path: Path,
 ) -> None:
-    store = await SqliteBookingStore.open(db_path)
-    await store.close()
+    _database_at(db_path, 2)
     held = make_booking("booking-held")
+    # Version 2 kept no owner: the column form of migration 3 has none either.
+    held_columns = json.loads(booking_to_json(held))
+    del held_columns["owner"]
     with _raw(db_path) as connection:
         connection.execute(
             "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
             "VALUES ('booking.confirm_booking', 'old', 'fp', ?, NULL), "
             "('booking.hold_slot', 'new', 'fp', ?, NULL)",
-            (_VERSION_2_RECORD, booking_to_json(held)),
+            (_VERSION_2_RECORD, json.dumps(held_columns)),
         )
-        # Migration 3 and the later ones that add columns to the records run again, in order.
-        _rewind_migration_6(connection)
-        later = next(m.version for m in load_migrations() if m.name == "cancel_reschedule")
-        connection.execute("DELETE FROM schema_migrations WHERE version IN (3, ?)", (later,))
     store = await SqliteBookingStore.open(db_path)
     try:
         old, new = await store.run(
             lambda tx: (
-                tx.get_idempotency("booking.confirm_booking", "old"),
-                tx.get_idempotency("booking.hold_slot", "new"),
+                tx.get_idempotency("booking.confirm_booking", "old", owner=LOCAL_OWNER),
+                tx.get_idempotency("booking.hold_slot", "new", owner=LOCAL_OWNER),
             )
         )
     finally:
@@ -490,8 +504,8 @@ async def test_migration_6_adds_a_false_refund_due_to_bookings_and_records(
     try:
         booking, record = await store.run(
             lambda tx: (
-                tx.get_booking("booking-held"),
-                tx.get_idempotency("booking.hold_slot", "k"),
+                tx.get_booking("booking-held", owner=LOCAL_OWNER),
+                tx.get_idempotency("booking.hold_slot", "k", owner=LOCAL_OWNER),
             )
         )
     finally:
@@ -500,3 +514,37 @@ async def test_migration_6_adds_a_false_refund_due_to_bookings_and_records(
     assert record is not None
     assert record.booking == held
     assert held.refund_due is False
+
+
+async def test_migration_7_gives_every_earlier_booking_and_record_to_the_local_principal(
+    db_path: Path,
+) -> None:
+    _database_at(db_path, 6)
+    held = make_booking("booking-held")
+    columns = json.loads(booking_to_json(held))
+    for later in ("owner", "history_json", "cancelled_at"):  # columns of migrations 7 and 8
+        del columns[later]
+    with _raw(db_path) as connection:
+        connection.execute(
+            f"INSERT INTO bookings ({', '.join(columns)}) "  # noqa: S608 - test's own columns
+            f"VALUES ({', '.join('?' for _ in columns)})",
+            tuple(columns.values()),
+        )
+        connection.execute(
+            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
+            "VALUES ('booking.hold_slot', 'key-1', 'fp', ?, NULL)",
+            (json.dumps(columns),),
+        )
+    store = await SqliteBookingStore.open(db_path)
+    try:
+        found = await store.peek_booking("booking-held", owner=LOCAL_OWNER)
+        other = await store.peek_booking("booking-held", owner="https://issuer.example sub-1")
+        record = await store.run(
+            lambda tx: tx.get_idempotency("booking.hold_slot", "key-1", owner=LOCAL_OWNER)
+        )
+    finally:
+        await store.close()
+    assert found == held
+    assert other is None
+    assert record is not None
+    assert record.booking == held

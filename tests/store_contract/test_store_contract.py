@@ -59,9 +59,11 @@ async def test_a_booking_round_trips_through_the_store(store: BookingStore) -> N
         customer=Customer(name="Zoë", email="Zoe@Example.COM", phone="+49 30 1234", note="Hi 你好")
     )
     await store.run(lambda tx: tx.insert_booking(booking))
-    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
-    assert await store.run(lambda tx: tx.get_booking("booking-nope")) is None
-    assert await store.peek_booking(booking.booking_id) == booking
+    assert (
+        await store.run(lambda tx: tx.get_booking(booking.booking_id, owner=LOCAL_OWNER)) == booking
+    )
+    assert await store.run(lambda tx: tx.get_booking("booking-nope", owner=LOCAL_OWNER)) is None
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == booking
 
 
 @pytest.mark.parametrize("status", list(BookingStatus))
@@ -70,7 +72,7 @@ async def test_every_domain_status_can_be_stored_and_read_back(
 ) -> None:
     booking = make_booking(status=status)
     await store.run(lambda tx: tx.insert_booking(booking))
-    assert await store.peek_booking(booking.booking_id) == booking
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == booking
 
 
 async def test_a_second_active_booking_of_a_slot_is_refused_and_nothing_is_written(
@@ -80,7 +82,7 @@ async def test_a_second_active_booking_of_a_slot_is_refused_and_nothing_is_writt
     with pytest.raises(BookingError) as excinfo:
         await store.run(lambda tx: tx.insert_booking(make_booking("booking-b")))
     assert excinfo.value.code == "SLOT_UNAVAILABLE"
-    assert await store.peek_booking("booking-b") is None
+    assert await store.peek_booking("booking-b", owner=LOCAL_OWNER) is None
 
 
 async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(store: BookingStore) -> None:
@@ -90,7 +92,7 @@ async def test_inactive_bookings_do_not_block_a_new_hold_of_the_slot(store: Book
         make_booking("booking-c"),
     )
     await insert_bookings(store, *bookings)
-    held = await store.run(lambda tx: tx.get_booking("booking-c"))
+    held = await store.run(lambda tx: tx.get_booking("booking-c", owner=LOCAL_OWNER))
     assert held is not None
     assert held.status is BookingStatus.HELD
 
@@ -104,7 +106,7 @@ async def test_reactivating_a_released_booking_of_a_taken_slot_is_refused(
     with pytest.raises(BookingError) as excinfo:
         await store.run(lambda tx: tx.update_booking(reactivated, 2))
     assert excinfo.value.code == "SLOT_UNAVAILABLE"
-    assert await store.peek_booking("booking-a") == expired
+    assert await store.peek_booking("booking-a", owner=LOCAL_OWNER) == expired
 
 
 async def test_a_booking_of_an_unknown_slot_is_refused(store: BookingStore) -> None:
@@ -112,7 +114,7 @@ async def test_a_booking_of_an_unknown_slot_is_refused(store: BookingStore) -> N
     with pytest.raises(BookingError) as excinfo:
         await store.run(lambda tx: tx.insert_booking(orphan))
     assert excinfo.value.code == "INTERNAL_ERROR"
-    assert await store.peek_booking(orphan.booking_id) is None
+    assert await store.peek_booking(orphan.booking_id, owner=LOCAL_OWNER) is None
 
 
 async def test_an_update_with_a_stale_version_is_a_version_conflict(store: BookingStore) -> None:
@@ -122,7 +124,9 @@ async def test_an_update_with_a_stale_version_is_a_version_conflict(store: Booki
         await store.run(lambda tx: tx.update_booking(replace(booking, version=3), 2))
     assert excinfo.value.code == "VERSION_CONFLICT"
     assert excinfo.value.details["current_version"] == 1
-    assert await store.run(lambda tx: tx.get_booking(booking.booking_id)) == booking
+    assert (
+        await store.run(lambda tx: tx.get_booking(booking.booking_id, owner=LOCAL_OWNER)) == booking
+    )
 
 
 async def test_an_update_with_the_current_version_replaces_the_booking(
@@ -141,7 +145,7 @@ async def test_an_update_with_the_current_version_replaces_the_booking(
     def work(tx: Transaction) -> Booking | None:
         tx.insert_booking(booking)
         tx.update_booking(confirmed, expected_version=1)
-        return tx.get_booking(booking.booking_id)
+        return tx.get_booking(booking.booking_id, owner=LOCAL_OWNER)
 
     assert await store.run(work) == confirmed
 
@@ -161,11 +165,13 @@ async def test_a_refund_due_is_kept_by_updates_records_and_lists(store: BookingS
         tx.insert_booking(booking)
         tx.update_booking(owed, expected_version=1)
         tx.put_idempotency(record)
-        return tx.get_booking(booking.booking_id), tx.get_idempotency(record.scope, record.key)
+        return tx.get_booking(booking.booking_id, owner=LOCAL_OWNER), tx.get_idempotency(
+            record.scope, record.key, owner=LOCAL_OWNER
+        )
 
     assert booking.refund_due is False
     assert await store.run(work) == (owed, record)
-    assert await store.peek_booking(booking.booking_id) == owed
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == owed
     listed, _ = await store.run(lambda tx: tx.list_bookings(EVERY, 0, 10))
     assert listed == [owed]
     assert (await store.peek_bookings(EVERY, 0, 10)).bookings == [owed]
@@ -224,7 +230,7 @@ async def test_moving_a_booking_secures_the_new_slot_and_frees_the_old_in_one_st
     with pytest.raises(BookingError) as excinfo:
         await store.run(lambda tx: tx.update_booking(_moved(booking, taken), booking.version))
     assert excinfo.value.code == "SLOT_UNAVAILABLE"
-    assert await store.peek_booking(booking.booking_id) == booking
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == booking
     moved = _moved(booking, free)
     twice = _moved(moved, taken)
 
@@ -233,13 +239,13 @@ async def test_moving_a_booking_secures_the_new_slot_and_frees_the_old_in_one_st
         old, new = tx.lookup_slot(booking.slot_id), tx.lookup_slot(free.slot_id)
         assert old is not None
         assert new is not None
-        return tx.get_booking(booking.booking_id), old.free, new.free
+        return tx.get_booking(booking.booking_id, owner=LOCAL_OWNER), old.free, new.free
 
     assert await store.run(move) == (moved, True, False)
-    assert await store.peek_booking(booking.booking_id) == moved
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == moved
     with pytest.raises(BookingError):
         await store.run(lambda tx: tx.update_booking(twice, moved.version))
-    restored = await store.run(lambda tx: tx.get_booking(booking.booking_id))
+    restored = await store.run(lambda tx: tx.get_booking(booking.booking_id, owner=LOCAL_OWNER))
     assert restored is not None
     assert restored.history == moved.history
 
@@ -251,12 +257,12 @@ async def test_a_cancelled_booking_round_trips_and_frees_its_slot(store: Booking
     )
     await store.run(lambda tx: tx.insert_booking(booking))
     await store.run(lambda tx: tx.update_booking(cancelled, booking.version))
-    assert await store.peek_booking(booking.booking_id) == cancelled
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == cancelled
     record = IdempotencyRecord("booking.cancel_booking", "key-c", "fp", cancelled, None)
     await store.run(lambda tx: tx.put_idempotency(record))
-    assert await store.run(lambda tx: tx.get_idempotency("booking.cancel_booking", "key-c")) == (
-        record
-    )
+    assert await store.run(
+        lambda tx: tx.get_idempotency("booking.cancel_booking", "key-c", owner=LOCAL_OWNER)
+    ) == (record)
     await store.run(lambda tx: tx.insert_booking(make_booking("booking-new")))
 
 
@@ -288,8 +294,8 @@ async def test_overdue_holds_are_released_from_their_expiry_instant_on(
         assert tx.release_overdue(early.expires_at) == 1
         assert tx.next_hold_expiry() == late.expires_at
         assert tx.release_overdue(early.expires_at) == 0
-        released = tx.get_booking(early.booking_id)
-        untouched = tx.get_booking(confirmed.booking_id)
+        released = tx.get_booking(early.booking_id, owner=LOCAL_OWNER)
+        untouched = tx.get_booking(confirmed.booking_id, owner=LOCAL_OWNER)
         assert tx.release_overdue(T0 + timedelta(days=1)) == 1
         assert tx.next_hold_expiry() is None
         return released, untouched
@@ -308,16 +314,16 @@ async def test_an_idempotency_record_restores_an_identical_booking(store: Bookin
     refused = IdempotencyRecord("booking.confirm_booking", "key-2", "fp2", make_booking(), "X")
 
     def write(tx: Transaction) -> IdempotencyRecord | None:
-        before = tx.get_idempotency("booking.confirm_booking", "key-1")
+        before = tx.get_idempotency("booking.confirm_booking", "key-1", owner=LOCAL_OWNER)
         tx.put_idempotency(record)
         tx.put_idempotency(refused)
         return before
 
     def read(tx: Transaction) -> list[IdempotencyRecord | None]:
         return [
-            tx.get_idempotency("booking.confirm_booking", "key-1"),
-            tx.get_idempotency("booking.confirm_booking", "key-2"),
-            tx.get_idempotency("booking.hold_slot", "key-1"),
+            tx.get_idempotency("booking.confirm_booking", "key-1", owner=LOCAL_OWNER),
+            tx.get_idempotency("booking.confirm_booking", "key-2", owner=LOCAL_OWNER),
+            tx.get_idempotency("booking.hold_slot", "key-1", owner=LOCAL_OWNER),
         ]
 
     assert await store.run(write) is None
@@ -330,7 +336,12 @@ async def test_an_idempotency_key_is_written_once(store: BookingStore) -> None:
     await store.run(lambda tx: tx.put_idempotency(first))
     with pytest.raises(BookingError):
         await store.run(lambda tx: tx.put_idempotency(again))
-    assert await store.run(lambda tx: tx.get_idempotency("booking.hold_slot", "key-1")) == first
+    assert (
+        await store.run(
+            lambda tx: tx.get_idempotency("booking.hold_slot", "key-1", owner=LOCAL_OWNER)
+        )
+        == first
+    )
 
 
 async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_once(
@@ -341,14 +352,14 @@ async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_on
     (seeded, *_), _ = await store.run(lambda tx: tx.search_free_slots(ALL, T0, 0, 1))
 
     def work(tx: Transaction) -> None:
-        assert tx.lookup_hold("booking.hold_slot", "key-1", "slot-nope") == HoldLookup(
-            None, None, None
-        )
+        assert tx.lookup_hold(
+            "booking.hold_slot", "key-1", "slot-nope", owner=LOCAL_OWNER
+        ) == HoldLookup(None, None, None)
         tx.insert_booking(booking)
         tx.put_idempotency(record)
-        found = tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001")
+        found = tx.lookup_hold("booking.hold_slot", "key-1", "slot-ai-001", owner=LOCAL_OWNER)
         assert found == HoldLookup(record, seeded, booking.expires_at)
-        other = tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope")
+        other = tx.lookup_hold("booking.confirm_booking", "key-1", "slot-nope", owner=LOCAL_OWNER)
         assert other == HoldLookup(None, None, booking.expires_at)
 
     assert seeded.slot_id == "slot-ai-001"
@@ -356,6 +367,64 @@ async def test_a_hold_lookup_reads_the_record_the_slot_and_the_next_expiry_at_on
 
 
 # --- transactions -------------------------------------------------------------------------------
+
+
+# --- ownership ---------------------------------------------------------------------------------
+
+ALICE = "https://issuer.example alice"
+BOB = "https://issuer.example bob"
+
+
+async def test_a_booking_is_found_only_with_its_owner_exactly_like_a_missing_one(
+    store: BookingStore,
+) -> None:
+    booking = make_booking(owner=ALICE)
+    await insert_bookings(store, booking)
+
+    def read(tx: Transaction) -> list[Booking | None]:
+        return [tx.get_booking(booking.booking_id, owner=o) for o in (ALICE, BOB, LOCAL_OWNER)]
+
+    assert await store.run(read) == [booking, None, None]
+    for owner, expected in ((ALICE, booking), (BOB, None), (LOCAL_OWNER, None)):
+        assert await store.peek_booking(booking.booking_id, owner=owner) == expected
+    assert await store.peek_booking("booking-nope", owner=ALICE) is None
+
+
+async def test_an_update_reaches_only_a_booking_of_the_same_owner(store: BookingStore) -> None:
+    booking = make_booking(owner=ALICE)
+    await insert_bookings(store, booking)
+    foreign = replace(booking, status=BookingStatus.CONFIRMED, version=2, owner=BOB)
+
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.update_booking(foreign, expected_version=1))
+
+    assert excinfo.value.code == "BOOKING_NOT_FOUND"
+    assert await store.peek_booking(booking.booking_id, owner=ALICE) == booking
+
+
+async def test_two_owners_using_one_idempotency_key_never_collide(store: BookingStore) -> None:
+    alices = make_booking("booking-a", owner=ALICE)
+    bobs = make_booking("booking-b", slot_id="slot-ai-002", owner=BOB)
+    await insert_bookings(store, alices, bobs)
+    scope = "booking.hold_slot"
+
+    def work(tx: Transaction) -> list[IdempotencyRecord | None]:
+        tx.put_idempotency(IdempotencyRecord(scope, "key-1", "fp-a", alices, None))
+        tx.put_idempotency(IdempotencyRecord(scope, "key-1", "fp-b", bobs, None))
+        return [tx.get_idempotency(scope, "key-1", owner=o) for o in (ALICE, BOB, LOCAL_OWNER)]
+
+    alice_record, bob_record, local_record = await store.run(work)
+    assert alice_record is not None
+    assert (alice_record.fingerprint, alice_record.booking) == ("fp-a", alices)
+    assert bob_record is not None
+    assert (bob_record.fingerprint, bob_record.booking) == ("fp-b", bobs)
+    assert local_record is None
+    seen = await store.run(lambda tx: tx.lookup_hold(scope, "key-1", "slot-nope", owner=BOB))
+    assert seen.record == bob_record
+    with pytest.raises(BookingError):  # still written once per owner
+        await store.run(
+            lambda tx: tx.put_idempotency(IdempotencyRecord(scope, "key-1", "fp-c", bobs, None))
+        )
 
 
 async def test_an_exception_inside_a_transaction_rolls_back_every_change(
@@ -373,9 +442,9 @@ async def test_an_exception_inside_a_transaction_rolls_back_every_change(
 
     with pytest.raises(RuntimeError):
         await store.run(fail_midway)
-    assert await store.peek_booking(old.booking_id) == old
-    assert await store.peek_booking(booking.booking_id) is None
-    assert await store.run(lambda tx: tx.get_idempotency("scope", "key")) is None
+    assert await store.peek_booking(old.booking_id, owner=LOCAL_OWNER) == old
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) is None
+    assert await store.run(lambda tx: tx.get_idempotency("scope", "key", owner=LOCAL_OWNER)) is None
 
 
 async def test_an_async_work_function_is_refused_and_rolled_back(store: BookingStore) -> None:
@@ -384,13 +453,13 @@ async def test_an_async_work_function_is_refused_and_rolled_back(store: BookingS
 
     with pytest.raises(TypeError, match="plain function"):
         await store.run(work)  # type: ignore[unused-coroutine]  # the mistake under test
-    assert await store.peek_booking("booking-x") is None
+    assert await store.peek_booking("booking-x", owner=LOCAL_OWNER) is None
 
 
 async def test_a_transaction_object_is_unusable_after_its_work(store: BookingStore) -> None:
     tx = await store.run(lambda tx: tx)
     with pytest.raises(RuntimeError):
-        tx.get_booking("booking-x")
+        tx.get_booking("booking-x", owner=LOCAL_OWNER)
 
 
 async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usable(
@@ -411,12 +480,15 @@ async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usa
         assert scope.cancelled_caught
         # The transaction was queued before its caller left: it still ran, whole.
         found = await store.run(
-            lambda tx: [tx.get_booking("booking-one"), tx.get_booking("booking-two")]
+            lambda tx: [
+                tx.get_booking("booking-one", owner=LOCAL_OWNER),
+                tx.get_booking("booking-two", owner=LOCAL_OWNER),
+            ]
         )
         assert [booking is not None for booking in found] == [True, True]
         after = make_booking("booking-after", slot_id="slot-law-001")
         await store.run(lambda tx: tx.insert_booking(after))
-    assert await store.peek_booking(after.booking_id) == after
+    assert await store.peek_booking(after.booking_id, owner=LOCAL_OWNER) == after
 
 
 # --- slot search --------------------------------------------------------------------------------
@@ -499,11 +571,11 @@ async def test_peeks_see_the_last_commit_and_never_an_open_transaction(
     booking = make_booking()
     with anyio.fail_after(5):
         async with transaction_held_open(store, lambda tx: tx.insert_booking(booking)):
-            assert await store.peek_booking(booking.booking_id) is None
+            assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) is None
             page = await store.peek_free_slots(ALL, T0, 0, 20)
     assert [slot.slot_id for slot in page.slots] == SEED_ORDER
     assert page.next_hold_expiry is None
-    assert await store.peek_booking(booking.booking_id) == booking
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == booking
     assert await store.peek_free_slots(ALL, T0, 0, 20) == SlotSearchResult(
         page.slots[1:], 5, booking.expires_at
     )
@@ -618,10 +690,23 @@ async def test_the_key_of_a_record_of_any_scope_finds_its_booking_as_it_is_now(
     assert await _listed(store, both) == ([], 0)
 
 
-async def test_another_owner_lists_no_booking(store: BookingStore) -> None:
-    await insert_bookings(store, *_on_slots({}, {}))
+async def test_each_owner_lists_only_its_own_bookings_and_keys(store: BookingStore) -> None:
+    mine, theirs = _on_slots({}, {"owner": ALICE})
+    await insert_bookings(store, mine, theirs)
 
-    assert await _listed(store, replace(EVERY, owner="https://issuer.example alice")) == ([], 0)
+    def write(tx: Transaction) -> None:
+        for booking in (mine, theirs):
+            tx.put_idempotency(IdempotencyRecord("booking.hold_slot", "key-1", "fp", booking, None))
+
+    await store.run(write)
+
+    assert await _listed(store) == ([mine.booking_id], 1)
+    assert await _listed(store, replace(EVERY, owner=ALICE)) == ([theirs.booking_id], 1)
+    assert await _listed(store, replace(EVERY, owner=BOB)) == ([], 0)
+    by_key = replace(EVERY, idempotency_key="key-1")
+    assert await _listed(store, by_key) == ([mine.booking_id], 1)
+    assert await _listed(store, replace(by_key, owner=ALICE)) == ([theirs.booking_id], 1)
+    assert await _listed(store, replace(by_key, owner=BOB)) == ([], 0)
 
 
 async def test_a_list_peek_reports_the_earliest_hold_expiry_without_releasing(

@@ -77,3 +77,28 @@ def test_cursors_for_offsets_of_ten_and_more_decode_to_their_offset(offset: int)
     token = encode_cursor(offset, binding)
     assert decode_cursor(token, binding) == offset
     assert "=" not in token
+
+
+@pytest.mark.parametrize("digits", range(1, 20))
+def test_every_offset_width_round_trips(digits: int) -> None:
+    """The padding restored before decoding fits every token length an offset can give."""
+    binding = query_binding(QUERY)
+    for offset in (10 ** (digits - 1), min(10**digits - 1, 2**63 - 1)):
+        assert decode_cursor(encode_cursor(offset, binding), binding) == offset
+
+
+def test_offset_zero_is_a_valid_cursor() -> None:
+    binding = query_binding(QUERY)
+    assert decode_cursor(encode_cursor(0, binding), binding) == 0
+
+
+def test_a_token_exactly_at_the_length_bound_is_still_read() -> None:
+    binding = query_binding(QUERY)
+    compact = f'{{"o":7,"q":"{binding}"}}'
+    raw = compact[:-1] + " " * (192 - len(compact)) + "}"  # JSON whitespace: 192 bytes
+    token = base64.urlsafe_b64encode(raw.encode()).decode()
+    assert len(token) == 256
+    assert decode_cursor(token, binding) == 7
+    longer = base64.urlsafe_b64encode((raw[:-1] + "   }").encode()).decode()
+    assert len(longer) == 260
+    assert _refusal_code(longer, binding) == "INVALID_CURSOR"

@@ -50,6 +50,7 @@ def test_only_the_codes_that_change_nothing_are_retryable() -> None:
         ErrorCode.PAYMENT_PENDING,
         ErrorCode.PAYMENT_UNAVAILABLE,
         ErrorCode.STORAGE_BUSY,
+        ErrorCode.RATE_LIMITED,  # nothing ran, and the quota frees within the window
     }
 
 

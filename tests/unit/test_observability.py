@@ -40,6 +40,7 @@ LOG_KEYS = {
     "source",
     "timestamp",
     "caller",
+    "client",
     "action",
     "durationMs",
     "trace_id",
@@ -50,6 +51,8 @@ LOG_KEYS = {
     "errorCode",
     "cache",
 }
+
+PEER = {"address": "127.0.0.1"}
 
 
 @contextmanager
@@ -100,9 +103,9 @@ def test_each_action_logs_one_json_line_with_the_contract_fields(
 ) -> None:
     observer = ActionObserver(MutableClock(), spans=spans)
     trace_id = derive_trace_id(str(uuid.uuid4()))
-    with observer.action("tool_catalog.call", trace_id=trace_id, caller="agent/1.0") as outer:
+    with observer.action("tool_catalog.call", trace_id=trace_id, caller=PEER) as outer:
         with observer.action(
-            "booking.hold_slot", trace_id=trace_id, caller="agent/1.0", parent=outer
+            "booking.hold_slot", trace_id=trace_id, caller=PEER, parent=outer
         ) as inner:
             inner.fail("SLOT_UNAVAILABLE")
         outer.fail("SLOT_UNAVAILABLE")
@@ -130,7 +133,7 @@ def test_action_lines_written_straight_to_the_handler_equal_those_through_the_lo
             ActionObserver(MutableClock()),
             ActionObserver(MutableClock(), lines=handler),
         ):
-            with observer.action("tool_catalog.search", trace_id="1" * 32, caller="a") as action:
+            with observer.action("tool_catalog.search", trace_id="1" * 32, caller=PEER) as action:
                 action.succeed("MISS")
         through_logger, direct = lines(stream)
         for per_action in ("span_id", "operation_id", "durationMs"):
@@ -139,7 +142,7 @@ def test_action_lines_written_straight_to_the_handler_equal_those_through_the_lo
         # The logger's level still decides, whichever way a line would go.
         logging.getLogger(ACTION_LOGGER).setLevel(logging.WARNING)
         with ActionObserver(MutableClock(), lines=handler).action(
-            "tool_catalog.search", trace_id="1" * 32, caller="a"
+            "tool_catalog.search", trace_id="1" * 32, caller=PEER
         ):
             pass
         assert len(lines(stream)) == 2
@@ -165,7 +168,7 @@ def test_an_action_line_to_a_broken_stream_does_not_fail_the_action(
         handler = configure_logging(stream)
         stream.close()
         with ActionObserver(MutableClock(), lines=handler).action(
-            "tool_catalog.search", trace_id="1" * 32, caller="a"
+            "tool_catalog.search", trace_id="1" * 32, caller=PEER
         ) as action:
             action.succeed("MISS")
     assert "Logging error" in capsys.readouterr().err  # reported as logging reports it
@@ -186,7 +189,7 @@ def test_configuring_logging_with_a_handler_made_earlier_installs_that_handler()
 
 def test_a_successful_action_logs_its_cache_status(log_stream: io.StringIO) -> None:
     observer = ActionObserver(MutableClock())
-    with observer.action("tool_catalog.search", trace_id="1" * 32, caller="unknown") as action:
+    with observer.action("tool_catalog.search", trace_id="1" * 32, caller=PEER) as action:
         action.succeed("HIT")
     (record,) = lines(log_stream)
     assert (record["outcome"], record["errorCode"], record["cache"]) == ("ok", None, "HIT")
@@ -271,7 +274,7 @@ def log_each_kind_of_record() -> None:
     logging.getLogger("expert_booking.store").error("bad text \ud800")
     logging.getLogger("expert_booking.store").debug("below INFO: not written")
     with ActionObserver(MutableClock()).action(
-        "tool_catalog.search", trace_id="1" * 32, caller="a"
+        "tool_catalog.search", trace_id="1" * 32, caller=PEER
     ):
         pass
 
@@ -292,8 +295,8 @@ def test_spans_share_the_derived_trace_and_nest_the_logical_action() -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     observer = ActionObserver(MutableClock(), tracer=provider.get_tracer("expert_booking"))
     trace_id = derive_trace_id(str(uuid.uuid4()))
-    with observer.action("tool_catalog.call", trace_id=trace_id, caller="a") as outer:
-        with observer.action("booking.get_booking", trace_id=trace_id, caller="a", parent=outer):
+    with observer.action("tool_catalog.call", trace_id=trace_id, caller=PEER) as outer:
+        with observer.action("booking.get_booking", trace_id=trace_id, caller=PEER, parent=outer):
             pass
         outer.fail("BOOKING_NOT_FOUND")
     inner_span, outer_span = exporter.get_finished_spans()
@@ -325,9 +328,9 @@ def test_an_observer_without_spans_never_calls_the_tracer(log_stream: io.StringI
         MutableClock(), tracer=provider.get_tracer("expert_booking"), spans=False
     )
     trace_id = derive_trace_id(str(uuid.uuid4()))
-    with observer.action("tool_catalog.call", trace_id=trace_id, caller="a") as outer:
+    with observer.action("tool_catalog.call", trace_id=trace_id, caller=PEER) as outer:
         inner_scope = observer.action(
-            "booking.get_booking", trace_id=trace_id, caller="a", parent=outer
+            "booking.get_booking", trace_id=trace_id, caller=PEER, parent=outer
         )
         with inner_scope as inner:
             pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -386,8 +387,22 @@ def test_formatting_equals_isoformat_in_utc_truncated_to_milliseconds(instant: d
 
 
 def test_formatting_a_naive_datetime_is_refused() -> None:
-    with pytest.raises(ValueError, match="naive"):
+    with pytest.raises(ValueError, match="naive") as excinfo:
         format_instant(datetime(2030, 9, 2, 2))  # noqa: DTZ001 - the naive value under test
+    assert str(excinfo.value) == "naive datetime"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("2030-09-02 02:00:00Z", "not an RFC 3339 date-time"),
+        ("0001-01-01T00:00:00+01:00", "timestamp outside years 0001-9999 in UTC"),
+    ],
+)
+def test_parsing_refuses_with_a_message_that_says_why(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)) as excinfo:
+        parse_instant(text)
+    assert str(excinfo.value) == said
 
 
 @pytest.mark.parametrize(

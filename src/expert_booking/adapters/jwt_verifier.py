@@ -127,6 +127,13 @@ class JwtAccessTokenVerifier:
             logger.info("bearer token refused: %s", refused.reason)
             return None
 
+    async def verify_or_refusal(self, token: str) -> AccessToken | RefusalReason:
+        """The token's access, or the reason it was refused (the request gate logs it once)."""
+        try:
+            return await self.verify(token)
+        except TokenRefusedError as refused:
+            return refused.reason
+
     async def verify(self, token: str) -> AccessToken:
         """The token's access.
 

@@ -54,6 +54,7 @@ BOOKING_COLUMN_NAMES = (
     "refund_due",
     "history_json",
     "cancelled_at",
+    "owner",
 )
 BOOKING_COLUMNS = ", ".join(BOOKING_COLUMN_NAMES)
 Columns = sqlite3.Row | Mapping[str, Any]
@@ -127,6 +128,7 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         1 if booking.refund_due else 0,
         history_to_json(booking.history),
         format_optional_instant(booking.cancelled_at),
+        booking.owner,
     )
 
 
@@ -154,6 +156,7 @@ def booking_from_row(row: Columns) -> Booking:
         refund_due=bool(row["refund_due"]),
         history=history_from_json(row["history_json"]),
         cancelled_at=optional_instant(row["cancelled_at"]),
+        owner=row["owner"],
     )
 
 

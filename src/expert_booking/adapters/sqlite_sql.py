@@ -6,9 +6,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from expert_booking.adapters.sqlite_rows import BOOKING_COLUMNS, SLOT_COLUMNS
+from expert_booking.adapters.sqlite_rows import BOOKING_COLUMN_NAMES, BOOKING_COLUMNS, SLOT_COLUMNS
 from expert_booking.domain.model import ACTIVE_STATUSES, format_instant, format_optional_instant
-from expert_booking.ports import LOCAL_OWNER, BookingListQuery, SlotQuery
+from expert_booking.ports import BookingListQuery, SlotQuery
 
 SQLITE_MAX_INTEGER = 2**63 - 1
 
@@ -59,24 +59,23 @@ HOLD_LOOKUP = f"""
 SELECT i.fingerprint, i.booking_json, i.error_code,
        ({NEXT_HOLD_EXPIRY}) AS next_hold_expiry, {SLOT_COLUMNS}
 FROM (SELECT 1) AS one
-LEFT JOIN idempotency AS i ON i.scope = :scope AND i.key = :key
+LEFT JOIN idempotency AS i ON i.owner = :owner AND i.scope = :scope AND i.key = :key
 LEFT JOIN slots AS s ON s.slot_id = :slot_id
 LEFT JOIN experts AS e ON e.expert_id = s.expert_id
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
-# No booking stores its owner yet: each belongs to LOCAL_OWNER (``:owner = :local_owner``);
-# an owner column replaces that with ``b.owner = :owner``. An idempotency key of any scope
-# finds the booking its record keeps (index idempotency_by_key, migration 5).
+# One owner's bookings (index bookings_by_owner_held, migration 7). An idempotency key of any
+# scope finds the booking that owner's record keeps (index idempotency_by_owner_key).
 _LISTED_BOOKINGS = """
 FROM bookings AS b
-WHERE :owner = :local_owner
+WHERE b.owner = :owner
   AND (:statuses IS NULL OR b.status IN (SELECT value FROM json_each(:statuses)))
   AND (:key IS NULL OR b.booking_id IN (
       SELECT json_extract(i.booking_json, '$.booking_id') FROM idempotency AS i
-      WHERE i.key = :key))
+      WHERE i.owner = :owner AND i.key = :key))
 """
 
-_BOOKING_COLUMNS_OF_B = ", ".join(f"b.{name}" for name in BOOKING_COLUMNS.split(", "))
+_BOOKING_COLUMNS_OF_B = ", ".join(f"b.{name}" for name in BOOKING_COLUMN_NAMES)
 
 LIST_BOOKINGS = f"""
 SELECT {_BOOKING_COLUMNS_OF_B}, COUNT(*) OVER () AS total
@@ -95,20 +94,23 @@ LEFT JOIN ({LIST_BOOKINGS}) AS page ON 1
 ORDER BY page.held_at DESC, page.booking_id DESC
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
-GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ?"  # noqa: S608
+# Ownership: a booking is found only with its owner (ports.Transaction); another owner's
+# booking reads exactly as a missing one.
+GET_BOOKING = f"SELECT {BOOKING_COLUMNS} FROM bookings WHERE booking_id = ? AND owner = ?"  # noqa: S608
 
 INSERT_BOOKING = (
     f"INSERT INTO bookings ({BOOKING_COLUMNS}) "  # noqa: S608 - constant SQL
-    "VALUES (" + ", ".join("?" for _ in BOOKING_COLUMNS.split(", ")) + ")"
+    f"VALUES ({', '.join('?' for _ in BOOKING_COLUMN_NAMES)})"
 )
 
+# The owner is never changed; it selects the row with the id (the last bound values).
 UPDATE_BOOKING = """
 UPDATE bookings SET
     slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
     version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
     payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?, refund_due = ?,
     history_json = ?, cancelled_at = ?
-WHERE booking_id = ? AND version = ?
+WHERE booking_id = ? AND owner = ? AND version = ?
 """
 
 # A slot (joined with its expert) and whether no active booking has it: one row, or none.
@@ -145,7 +147,6 @@ def list_params(query: BookingListQuery, offset: int, limit: int) -> dict[str, A
     statuses = sorted(status.value for status in query.statuses)
     return {
         "owner": query.owner,
-        "local_owner": LOCAL_OWNER,
         "statuses": _TOKENS_ENCODER.encode(statuses) if statuses else None,
         "key": query.idempotency_key,
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),

@@ -162,12 +162,12 @@ class SqliteBookingStore:
         if self._reader is not None:
             await self._reader.close()
 
-    async def peek_booking(self, booking_id: str) -> Booking | None:
-        """The last committed state of a booking, read without the write lock (one hop).
+    async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        """The last committed state of ``owner``'s booking, without the write lock (one hop).
 
         Overdue holds are not released: a HELD booking may be past ``expires_at``.
         """
-        rows = await self._read(GET_BOOKING, (booking_id,))
+        rows = await self._read(GET_BOOKING, (booking_id, owner))
         return booking_from_row(rows[0]) if rows else None
 
     async def peek_free_slots(

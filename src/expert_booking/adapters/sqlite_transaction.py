@@ -90,9 +90,10 @@ class SqliteTransaction:
         counted = self._fetch(SEARCH_COUNT, params)
         return [], int(counted[0]["total"])
 
-    def lookup_hold(self, scope: str, key: str, slot_id: str) -> HoldLookup:
-        """The idempotency record, the slot and the earliest hold expiry, in one statement."""
-        row = self._fetch(HOLD_LOOKUP, {"scope": scope, "key": key, "slot_id": slot_id})[0]
+    def lookup_hold(self, scope: str, key: str, slot_id: str, *, owner: str) -> HoldLookup:
+        """``owner``'s idempotency record, the slot and the earliest hold expiry, at once."""
+        params = {"owner": owner, "scope": scope, "key": key, "slot_id": slot_id}
+        row = self._fetch(HOLD_LOOKUP, params)[0]
         record = None
         if row["fingerprint"] is not None:
             record = _record(scope, key, row)
@@ -116,9 +117,9 @@ class SqliteTransaction:
             return [], 0
         return [], int(self._fetch(LIST_COUNT, params)[0]["total"])
 
-    def get_booking(self, booking_id: str) -> Booking | None:
-        """The stored booking, or ``None``."""
-        rows = self._fetch(GET_BOOKING, (booking_id,))
+    def get_booking(self, booking_id: str, *, owner: str) -> Booking | None:
+        """The stored booking of ``owner``, or ``None`` (also when another owner has it)."""
+        rows = self._fetch(GET_BOOKING, (booking_id, owner))
         return booking_from_row(rows[0]) if rows else None
 
     def insert_booking(self, booking: Booking) -> None:
@@ -134,18 +135,20 @@ class SqliteTransaction:
 
         Raises:
             VersionConflictError: the stored version differs.
-            BookingNotFoundError: no booking has this id.
+            BookingNotFoundError: no booking of ``booking.owner`` has this id.
             SlotUnavailableError: the change would make a second active booking of the slot.
         """
+        # booking_params: booking_id first, owner last; the SET list is everything between.
         changed = self._write(
             UPDATE_BOOKING,
-            (*booking_params(booking)[1:], booking.booking_id, expected_version),
+            (*booking_params(booking)[1:-1], booking.booking_id, booking.owner, expected_version),
             slot_id=booking.slot_id,
         )
         if changed:
             return
         rows = self._fetch(
-            "SELECT version FROM bookings WHERE booking_id = ?", (booking.booking_id,)
+            "SELECT version FROM bookings WHERE booking_id = ? AND owner = ?",
+            (booking.booking_id, booking.owner),
         )
         if not rows:
             raise BookingNotFoundError(booking_id=booking.booking_id)
@@ -155,21 +158,22 @@ class SqliteTransaction:
             current_version=rows[0]["version"],
         )
 
-    def get_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
-        """The committed outcome stored for ``(scope, key)``, or ``None``."""
+    def get_idempotency(self, scope: str, key: str, *, owner: str) -> IdempotencyRecord | None:
+        """The committed outcome ``owner`` stored for ``(scope, key)``, or ``None``."""
         rows = self._fetch(
             "SELECT fingerprint, booking_json, error_code FROM idempotency "
-            "WHERE scope = ? AND key = ?",
-            (scope, key),
+            "WHERE owner = ? AND scope = ? AND key = ?",
+            (owner, scope, key),
         )
         return _record(scope, key, rows[0]) if rows else None
 
     def put_idempotency(self, record: IdempotencyRecord) -> None:
-        """Store the outcome of an idempotent request (a key is written once)."""
+        """Store the outcome of an idempotent request (a key is written once per owner)."""
         self._write(
-            "INSERT INTO idempotency (scope, key, fingerprint, booking_json, error_code) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO idempotency (owner, scope, key, fingerprint, booking_json, error_code) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (
+                record.booking.owner,
                 record.scope,
                 record.key,
                 record.fingerprint,

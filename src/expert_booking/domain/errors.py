@@ -42,6 +42,8 @@ class ErrorCode(StrEnum):
     INTERNAL_ERROR = "INTERNAL_ERROR"
     CATALOG_STALE = "CATALOG_STALE"
     PAID_AFTER_EXPIRY = "PAID_AFTER_EXPIRY"
+    RATE_LIMITED = "RATE_LIMITED"
+    TOOL_DISABLED = "TOOL_DISABLED"
     RESCHEDULE_PRICE_DIFFERS = "RESCHEDULE_PRICE_DIFFERS"
 
 
@@ -164,6 +166,19 @@ class CatalogStaleError(BookingError):
     """The caller read the tool documents at another catalog version than the server's."""
 
     code = ErrorCode.CATALOG_STALE
+
+
+class RateLimitedError(BookingError):
+    """The caller's or the global quota is spent; nothing ran (``details``: limit, retry)."""
+
+    code = ErrorCode.RATE_LIMITED
+    retryable = True
+
+
+class ToolDisabledError(BookingError):
+    """An operator switched the tool off (``details``: the tool's name and the reason)."""
+
+    code = ErrorCode.TOOL_DISABLED
 
 
 class ReschedulePriceDiffersError(BookingError):

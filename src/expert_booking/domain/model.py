@@ -247,6 +247,9 @@ class Booking:
 
     ``history`` lists the slots a reschedule moved it away from, oldest first;
     ``cancelled_at`` is set when it became CANCELLED.
+    ``owner`` is the key of the principal that held it (``call_context.Principal.owner``):
+    the store finds a booking only for its owner, so nobody else can read or change it.
+    It never changes and is never shown on the wire.
     """
 
     booking_id: str
@@ -262,6 +265,7 @@ class Booking:
     confirmed_at: datetime | None
     payment_page_url: str
     payment: Payment
+    owner: str
     refund_due: bool = False
     """A refund is owed outside this server (paid, but the booking cannot stand)."""
     history: tuple[SlotChange, ...] = ()

@@ -31,8 +31,8 @@ def build_meta(
     server_received_at: str,
     server_result_created_at: str,
     cache: str,
-) -> dict[str, str]:
-    """The envelope's ``meta`` object (all values are strings)."""
+) -> dict[str, Any]:
+    """The envelope's ``meta`` object: these strings, then any live state (``edge/admission``)."""
     return {
         "traceId": trace_id,
         "spanId": span_id,
@@ -44,13 +44,13 @@ def build_meta(
     }
 
 
-def success(data: Mapping[str, Any], meta: Mapping[str, str]) -> dict[str, Any]:
+def success(data: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
     """``{"ok": true, "data": ..., "meta": ...}``."""
     return {"ok": True, "data": data, "meta": meta}
 
 
 def failure(
-    error: BookingError, meta: Mapping[str, str], booking_renderer: BookingRenderer
+    error: BookingError, meta: Mapping[str, Any], booking_renderer: BookingRenderer
 ) -> dict[str, Any]:
     """``{"ok": false, "error": ..., "meta": ...}``; a booking on the error becomes a snapshot.
 

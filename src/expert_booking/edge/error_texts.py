@@ -148,6 +148,16 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         recovery="Nothing was run. Re-read the tool's document with tool_catalog.read, fix "
         "the arguments to it, and call again with details.currentVersion as catalogVersion.",
     ),
+    ErrorCode.RATE_LIMITED: ErrorText(
+        message="Too many tool calls in the last minute; this call did not run.",
+        recovery="Nothing was run. Wait details.retryAfterSeconds, then send the same call "
+        "again (details.limit CALLER: your own quota; GLOBAL: the server's, shared by all).",
+    ),
+    ErrorCode.TOOL_DISABLED: ErrorText(
+        message="An operator has switched this tool off; this call did not run.",
+        recovery="Nothing was run. Tell the user the tool is unavailable and why "
+        "(details.reason); do not retry it until meta.disabledTools no longer lists it.",
+    ),
     ErrorCode.RESCHEDULE_PRICE_DIFFERS: ErrorText(
         message="The new slot's price or currency differs from the booking's.",
         recovery="Nothing was changed: this server charges no price differences. Offer the user "

@@ -11,6 +11,7 @@ from mcp_types import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, UNSUPPORTED
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
+from expert_booking.edge.bearer_gate import BearerAuth
 from expert_booking.edge.client_time import check_client_sent_at
 from expert_booking.edge.refusals import Refusal, RefusalLog, send_jsonrpc_error
 from expert_booking.edge.wire_time import (
@@ -30,8 +31,10 @@ _CLIENT_SENT = CLIENT_SENT_HEADER.encode()
 _CONTENT_LENGTH = b"content-length"
 _CONTENT_TYPE = b"content-type"
 _ACCEPT = b"accept"
+_AUTHORIZATION = b"authorization"
 _READ_HEADERS = frozenset(
     {_HOST, _ORIGIN, _VERSION, _CLIENT_SENT, _CONTENT_LENGTH, _CONTENT_TYPE, _ACCEPT}
+    | {_AUTHORIZATION}
 )
 _LOWERCASED = frozenset({_HOST, _ORIGIN})
 _OWS = b" \t"
@@ -68,7 +71,16 @@ class McpRequestGate:
     5. ``MCP-Protocol-Version``: missing (-32020) or anything but 2026-07-28 (-32022) gets 400.
     6. JSON: unparseable gets 400 / -32700; nested deeper than ``MAX_JSON_DEPTH`` gets 400 /
        -32600 (``data.code`` ``JSON_TOO_DEEP``). A non-object body goes on to the SDK (-32600).
-    7. Client timestamp (``edge.client_time``): header ``x-mcp-client-sent-at`` and
+    7. ``AUTH_MODE=oauth`` only (``edge.bearer_gate``): a Bearer token the verifier accepts
+       (401, or 400 for a repeated ``Authorization``) with the scope this request needs (403,
+       ``insufficient_scope``), both with ``WWW-Authenticate``. Here, not first: the scope a
+       request needs is in its body (``tool_catalog.call``'s ``arguments.name``), so the body
+       must be read and parsed (within the same size bound) to name it in the challenge; and
+       refusals that need no identity (a foreign Host or Origin, a malformed request) stay
+       the same with or without a token. Before the client time: a caller without access
+       learns nothing about the server's clock, and an OAuth client's first, tokenless
+       request is answered with the challenge that starts its authorization.
+    8. Client timestamp (``edge.client_time``): header ``x-mcp-client-sent-at`` and
        ``params._meta.clientSentAt`` in the millisecond form, equal, and within
        ``client_clock_tolerance`` of the ingress time ``TimestampLayer`` recorded, else 400 /
        -32600 with ``data.code`` ``MISSING_CLIENT_TIMESTAMP``, ``CLIENT_TIMESTAMP_MISMATCH``
@@ -80,7 +92,7 @@ class McpRequestGate:
     the buffered body is replayed to the inner app.
     """
 
-    __slots__ = ("_app", "_hosts", "_limits", "_log", "_origins")
+    __slots__ = ("_app", "_auth", "_hosts", "_limits", "_log", "_origins")
 
     def __init__(
         self,
@@ -90,9 +102,11 @@ class McpRequestGate:
         origins: OriginAllowList,
         limits: GateLimits,
         refusal_log: RefusalLog | None = None,
+        auth: BearerAuth | None = None,
     ) -> None:
-        """Gate every request before ``app``."""
+        """Gate every request before ``app``; ``auth`` only in ``AUTH_MODE=oauth``."""
         self._app = app
+        self._auth = auth
         self._hosts = hosts
         self._origins = origins
         self._limits = limits
@@ -118,6 +132,10 @@ class McpRequestGate:
             await self._refuse(scope, send, body, None)
             return
         decoded, refusal = _check_message(headers, body)
+        if refusal is None and self._auth is not None:
+            refusal = await self._auth.admit(
+                scope, headers.get(_AUTHORIZATION, ""), decoded, _request_id(decoded)
+            )
         if refusal is None and isinstance(decoded, dict):
             outcome = check_client_sent_at(
                 headers.get(_CLIENT_SENT, ""),
@@ -144,6 +162,8 @@ class McpRequestGate:
             peer=scope.get("client"),
             rpc_method=rpc_method if isinstance(rpc_method, str) else None,
             refused_value=refusal.refused_value,
+            detail=refusal.detail,
+            caller=refusal.caller,
         )
         await send_jsonrpc_error(
             send,
@@ -152,7 +172,9 @@ class McpRequestGate:
             message=refusal.message,
             data=refusal.data,
             request_id=refusal.request_id,
-            extra_headers=((b"allow", b"POST"),) if refusal.allow_post else (),
+            extra_headers=((b"allow", b"POST"), *refusal.headers)
+            if refusal.allow_post
+            else refusal.headers,
         )
 
     def _check_peer(self, headers: dict[bytes, str | None]) -> Refusal | None:

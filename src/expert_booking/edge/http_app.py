@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, cast
 
@@ -13,6 +13,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
+from expert_booking.edge.bearer_gate import BearerAuth
 from expert_booking.edge.gates import GateLimits, McpRequestGate
 from expert_booking.edge.timestamps import TimestampLayer
 from expert_booking.ports import Clock
@@ -35,6 +36,7 @@ def create_app(
     settings: Settings,
     clock: Clock,
     lifespans: Sequence[Lifespan] = (),
+    auth: BearerAuth | None = None,
 ) -> ASGIApp:
     """Build the ASGI application that uvicorn serves.
 
@@ -45,6 +47,9 @@ def create_app(
     errors) straight to the SDK's ``StreamableHTTPSessionManager`` (stateless, JSON
     responses, its own DNS-rebinding guard and body limit kept on as defence in depth). Every
     other path goes to Litestar: ``GET /healthz`` answers ``{"status": "ok"}``, the rest 404.
+    With ``auth`` (``AUTH_MODE=oauth``) the gate demands Bearer tokens and the router serves the
+    RFC 9728 metadata (``/.well-known/oauth-protected-resource/mcp`` and the root form) with
+    the SDK's handler; neither it nor ``/healthz`` needs a token.
     Litestar's lifespan opens ``lifespans`` and runs the session manager.
 
     Each call builds a new session manager (it can run only once), so build one app per server
@@ -56,6 +61,7 @@ def create_app(
         clock: the source of the server wire timestamps.
         lifespans: resources to open before the MCP session manager starts and close after it
             stops, in this order.
+        auth: Bearer authentication and scopes for ``/mcp`` (``None``: ``AUTH_MODE=none``).
 
     Raises:
         SettingsError: an ``ALLOWED_HOSTS`` / ``ALLOWED_ORIGINS`` entry is malformed.
@@ -94,8 +100,13 @@ def create_app(
             max_body_bytes=settings.max_body_bytes,
             client_clock_tolerance=settings.client_clock_tolerance,
         ),
+        auth=auth,
     )
-    return McpRouter(mcp=TimestampLayer(gate, clock=clock), other=cast("ASGIApp", app))
+    return McpRouter(
+        mcp=TimestampLayer(gate, clock=clock),
+        other=cast("ASGIApp", app),
+        metadata={} if auth is None else auth.metadata.routes(),
+    )
 
 
 class McpRouter:
@@ -108,16 +119,25 @@ class McpRouter:
     a path-based check behind it could be skipped by a spelling it routes to the same handler.
     """
 
-    __slots__ = ("_mcp", "_other")
+    __slots__ = ("_mcp", "_metadata", "_other")
 
-    def __init__(self, *, mcp: ASGIApp, other: ASGIApp) -> None:
-        """Send MCP requests to ``mcp``, the rest to ``other``."""
+    def __init__(
+        self, *, mcp: ASGIApp, other: ASGIApp, metadata: Mapping[str, ASGIApp] | None = None
+    ) -> None:
+        """Send MCP requests to ``mcp``, metadata paths to theirs, the rest to ``other``."""
         self._mcp = mcp
         self._other = other
+        self._metadata = dict(metadata or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Route one ASGI connection."""
-        if scope["type"] == "http" and scope["path"] in MCP_PATHS:
-            await self._mcp(scope, receive, send)
-        else:
-            await self._other(scope, receive, send)
+        if scope["type"] == "http":
+            path = scope["path"]
+            if path in MCP_PATHS:
+                await self._mcp(scope, receive, send)
+                return
+            metadata = self._metadata.get(path)
+            if metadata is not None:
+                await metadata(scope, receive, send)
+                return
+        await self._other(scope, receive, send)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -13,8 +13,9 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 
-from expert_booking.domain.errors import BookingError
+from expert_booking.domain.errors import BookingError, RateLimitedError
 from expert_booking.domain.model import format_instant
+from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
@@ -24,7 +25,13 @@ from expert_booking.edge.observability import (
     caller_of,
     derive_trace_id,
 )
-from expert_booking.edge.request_context import asgi_scope, call_context, request_times
+from expert_booking.edge.request_context import (
+    asgi_scope,
+    call_context,
+    request_caller,
+    request_principal,
+    request_times,
+)
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.tool_registry import (
     BY_NAME,
@@ -42,6 +49,7 @@ from expert_booking.edge.tools import (
 from expert_booking.edge.wire import render_booking
 from expert_booking.ports import Clock
 from expert_booking.services import BookingService
+from expert_booking.settings import IpNetwork
 
 SERVER_NAME = "expert-booking-mcp"
 # tools/list and server/discover only change with the server version. One hour bounds how long
@@ -101,6 +109,8 @@ def build_mcp_server(
     version: str,
     tracing_enabled: bool = False,
     action_lines: ActionLineSink | None = None,
+    trusted_proxies: Sequence[IpNetwork] = (),
+    admission: CallAdmission | None = None,
 ) -> Server[Any]:
     """The MCP server with ``tool_catalog.search``, ``.read`` and ``.call``.
 
@@ -117,10 +127,16 @@ def build_mcp_server(
             and actions make no spans (``ActionObserver(spans=False)``).
         action_lines: Where action log lines go (``configure_logging``'s handler); without
             it they go through the ``expert_booking.actions`` logger.
+        trusted_proxies: ``TRUSTED_PROXIES``: peers whose forwarding headers name the caller.
+        admission: Quotas and kill switches (``edge/admission.py``); without it, neither.
     """
     observer = ActionObserver(clock, lines=action_lines, spans=tracing_enabled)
     dispatcher = ToolDispatcher(
-        service=service, catalog=ToolCatalog(registry), registry=registry, observer=observer
+        service=service,
+        catalog=ToolCatalog(registry),
+        registry=registry,
+        observer=observer,
+        disabled=admission.disabled if admission is not None else lambda _name: None,
     )
     schemas = {name: document.schema for name, document in dispatcher.inputs.items()}
     # The SDK's only use of get_tool_input_schema is Mcp-Param-* header validation, which walks
@@ -158,12 +174,33 @@ def build_mcp_server(
         with observer.action(
             params.name,
             trace_id=trace_id,
-            caller=caller_of(ctx.meta),
+            caller=request_caller(scope, request_principal(scope), trusted_proxies).log_value(),
+            client=caller_of(ctx.meta),
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
-            outcome = await dispatcher.run(params.name, args, action, context)
-            envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
+            if admission is None:
+                outcome = await dispatcher.run(params.name, args, action, context)
+                envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
+                return to_call_result(envelope)
+            admitted = await admission.admit(params, scope, context)
+            if isinstance(admitted, RateLimitedError):
+                action.fail(admitted.code)
+                outcome = Outcome(action, admitted)
+                remaining: int | None = 0
+            else:
+                outcome = await dispatcher.run(params.name, args, action, context)
+                remaining = admitted
+            if isinstance(outcome.result, BookingError):
+                admission.log_refusal(
+                    outcome.result,
+                    tool=outcome.result.details.get("name", params.name),
+                    operation_id=outcome.action.operation_id,
+                    scope=scope,
+                    context=context,
+                )
+            live = admission.live_meta(remaining)
+            envelope = _envelope(outcome, client_sent_at, server_received_at, clock, live)
         return to_call_result(envelope)
 
     server: Server[Any] = Server(
@@ -264,7 +301,11 @@ def _unknown_tool(name: str) -> MCPError:
 
 
 def _envelope(
-    outcome: Outcome, client_sent_at: str, server_received_at: str, clock: Clock
+    outcome: Outcome,
+    client_sent_at: str,
+    server_received_at: str,
+    clock: Clock,
+    live: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     action = outcome.action
     meta = build_meta(
@@ -276,6 +317,8 @@ def _envelope(
         server_result_created_at=format_instant(clock.now()),
         cache=action.cache,
     )
+    if live:
+        meta.update(live)
     if isinstance(outcome.result, BookingError):
         return failure(outcome.result, meta, render_booking)
     return success(outcome.result.data, meta)

@@ -44,6 +44,8 @@ LOG_CONTEXT_FIELDS = (
     "refusal",
 )
 UNKNOWN_CALLER = "unknown"
+CallerLabel = Mapping[str, str | None]
+"""What an action line says about its caller (``access.caller.Caller.log_value()``)."""
 _CALLER_LIMIT = 120
 _ZERO_TRACE = "0" * 32
 
@@ -83,7 +85,8 @@ class Action:
     span_id: str
     operation_id: str
     parent_span_id: str | None
-    caller: str
+    caller: CallerLabel
+    client: str | None = None
     error_code: str | None = None
     cache: str = "BYPASS"
     client_skew_ms: int | None = None
@@ -173,11 +176,16 @@ class ActionObserver:
         name: str,
         *,
         trace_id: str,
-        caller: str,
+        caller: CallerLabel,
+        client: str | None = None,
         parent: Action | None = None,
         client_skew_ms: int | None = None,
     ) -> ActionScope:
         """One action for a ``with`` block: a span (under ``parent`` or the caller) and a line.
+
+        ``caller`` is who called (``Caller.log_value()``: the verified principal or the peer
+        address), ``client`` the client's self-declared ``clientInfo`` label, logged beside it
+        and never instead of it.
 
         ``client_skew_ms`` (server receipt minus ``clientSentAt``) goes on the line as
         ``clientSkewMs`` so clock drift can be alerted on; a child action has its parent's.
@@ -205,6 +213,7 @@ class ActionObserver:
             operation_id=str(uuid.uuid4()),
             parent_span_id=parent.span_id if parent is not None else None,
             caller=caller,
+            client=client,
             client_skew_ms=parent.client_skew_ms if parent is not None else client_skew_ms,
             span=span,
         )
@@ -234,6 +243,7 @@ class ActionObserver:
             "source": SOURCE,
             "timestamp": format_instant(self._clock.now()),
             "caller": action.caller,
+            "client": action.client,
             "action": action.name,
             "durationMs": round(duration_ms, 3),
             "trace_id": action.trace_id,

@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,6 +32,9 @@ class Refusal:
     request_id: Any = None
     allow_post: bool = False
     refused_value: str | None = None
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    detail: str | None = None
+    caller: Mapping[str, str | None] | None = None
 
 
 async def send_jsonrpc_error(
@@ -64,8 +67,9 @@ class RefusalLog:
     """Writes one JSON line per refused request, at most ``per_second`` lines per second.
 
     A line names the status, the reason code, the HTTP method (and the JSON-RPC method when
-    known), the peer address and, for a refusal about one header, that header's value
-    (truncated); never the body or other headers. Past the cap, refusals are counted and the
+    known), the peer address, for a refusal about one header that header's value (truncated),
+    a ``detail`` (e.g. why a token was refused) and the verified ``caller`` when known; never
+    the body, a token or other headers. Past the cap, refusals are counted and the
     next line written carries ``suppressed``: how many were left out since the last line, so a
     flood of bad requests costs at most ``per_second`` lines a second and still shows.
     Thread-safe (the HTTP protocol layer and the ASGI gate share the event loop, but a test
@@ -95,6 +99,8 @@ class RefusalLog:
         peer: tuple[str, int] | None,
         rpc_method: str | None = None,
         refused_value: str | None = None,
+        detail: str | None = None,
+        caller: Mapping[str, str | None] | None = None,
     ) -> None:
         """Log one refusal (or count it, past the cap)."""
         with self._lock:
@@ -116,6 +122,10 @@ class RefusalLog:
             fields["rpcMethod"] = rpc_method[:_VALUE_LIMIT]
         if refused_value is not None:
             fields["refusedValue"] = refused_value[:_VALUE_LIMIT]
+        if detail is not None:
+            fields["detail"] = detail[:_VALUE_LIMIT]
+        if caller is not None:
+            fields["caller"] = dict(caller)
         if suppressed:
             fields["suppressed"] = suppressed
         logger.info("request refused: %s %s", status, reason, extra={"refusal": fields})

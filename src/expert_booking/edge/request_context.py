@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,10 +10,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from expert_booking.call_context import LOCAL, CallContext
+from expert_booking.access.caller import Caller, resolve_caller
+from expert_booking.call_context import LOCAL, CallContext, Principal
 from expert_booking.domain.model import format_instant, parse_instant
+from expert_booking.edge.bearer_gate import SCOPE_PRINCIPAL
 from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.ports import Clock, TraceContext
+from expert_booking.settings import IpNetwork
 
 _LANGUAGE_TAG_LIMIT = 35
 """RFC 5646 puts a practical limit of 35 characters on a language tag; longer is refused."""
@@ -56,18 +59,49 @@ def request_times(
 def call_context(
     scope: Mapping[str, Any], trace: TraceContext, client_sent_at: str, server_received_at: str
 ) -> CallContext:
-    """The ``CallContext`` of one request: the local principal (no authentication yet)."""
+    """The ``CallContext`` of one request.
+
+    The principal is the one the Bearer gate verified (``AUTH_MODE=oauth``), else ``LOCAL``.
+    """
     headers = scope.get("headers") or ()
     client = scope.get("client")
     peer = f"{client[0]}:{client[1]}" if isinstance(client, tuple | list) and client else None
     return CallContext(
-        principal=LOCAL,
+        principal=request_principal(scope),
         trace=trace,
         client_sent_at=parse_instant(client_sent_at),
         server_received_at=parse_instant(server_received_at),
         locale=preferred_language(_header(headers, b"accept-language")),
         peer=peer,
     )
+
+
+def request_principal(scope: Mapping[str, Any]) -> Principal:
+    """The principal the Bearer gate verified (``AUTH_MODE=oauth``), else ``LOCAL``."""
+    principal = scope.get(SCOPE_PRINCIPAL)
+    return principal if isinstance(principal, Principal) else LOCAL
+
+
+def request_caller(
+    scope: Mapping[str, Any], principal: Principal, trusted_proxies: Sequence[IpNetwork]
+) -> Caller:
+    """Who calls (``access.caller``): an authenticated principal, else the peer address.
+
+    The forwarding headers are decoded only when the peer is a trusted proxy.
+    """
+    client = scope.get("client")
+    peer = client[0] if isinstance(client, tuple | list) and client else None
+    return resolve_caller(
+        principal=principal if principal.issuer is not None else None,
+        peer=peer,
+        headers=_text_headers(scope.get("headers") or ()),
+        trusted_proxies=trusted_proxies,
+    )
+
+
+def _text_headers(headers: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[str, str]]:
+    for name, value in headers:
+        yield name.decode("latin-1"), value.decode("latin-1")
 
 
 def preferred_language(header: str | None) -> str | None:

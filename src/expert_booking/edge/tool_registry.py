@@ -432,10 +432,12 @@ def required_scope(mcp_tool: str, arguments: Mapping[str, Any]) -> str:
 
     The catalog's search and read need ``booking:read``; ``tool_catalog.call`` needs the scope
     of the logical tool its ``arguments.name`` names (``booking:read`` for a name that is none:
-    the call then only answers TOOL_NOT_FOUND).
+    the call then only answers TOOL_NOT_FOUND). A logical tool's name called directly needs its
+    own scope too (it is then refused as no MCP tool, but never to a caller lacking the scope).
     """
     if mcp_tool != CATALOG_CALL:
-        return READ_SCOPE
+        direct = BY_NAME.get(mcp_tool)
+        return READ_SCOPE if direct is None else direct.scope
     name = arguments.get("name")
     tool = BY_NAME.get(name) if isinstance(name, str) else None
     return READ_SCOPE if tool is None else tool.scope

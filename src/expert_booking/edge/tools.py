@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from expert_booking.access.ports import DisabledTool
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import (
     BookingError,
@@ -14,6 +15,7 @@ from expert_booking.domain.errors import (
     InvalidArgumentsError,
     ToolNotFoundError,
 )
+from expert_booking.edge.admission import tool_disabled
 from expert_booking.edge.catalog import ToolCatalog, input_stem
 from expert_booking.edge.envelope import guarded
 from expert_booking.edge.observability import Action, ActionObserver
@@ -59,8 +61,11 @@ class ToolDispatcher:
         registry: SchemaRegistry,
         observer: ActionObserver,
         tools: tuple[LogicalTool[Any, Any], ...] = LOGICAL_TOOLS,
+        disabled: Callable[[str], DisabledTool | None] = lambda _name: None,
     ) -> None:
+        """``disabled(name)`` is the kill switch of a logical tool (``CallAdmission.disabled``)."""
         self._service = service
+        self._disabled = disabled
         self._catalog = catalog
         self._observer = observer
         self.inputs = {name: registry[input_stem(name)] for name in MCP_TOOLS}
@@ -89,8 +94,16 @@ class ToolDispatcher:
         resolved = await guarded(lambda: self._resolve(args), operation_id=action.operation_id)
         if isinstance(resolved, BookingError):
             return _record(action, resolved)
+        # The switch is judged once, here: a call past this point runs to its end.
+        switch = self._disabled(resolved.tool.name)
+        if switch is not None:
+            return _record(action, tool_disabled(switch))
         with self._observer.action(
-            resolved.tool.name, trace_id=action.trace_id, caller=action.caller, parent=action
+            resolved.tool.name,
+            trace_id=action.trace_id,
+            caller=action.caller,
+            client=action.client,
+            parent=action,
         ) as child:
             arguments = args["arguments"]  # passed on untransformed: never copied or merged
             scoped = context.in_span(child.trace_context)
