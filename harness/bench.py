@@ -3,7 +3,8 @@
 Usage::
 
     python -m harness.bench [--quick] [--out bench-results/report.json] [--rounds N]
-                            [--window S] [--slots N] [--engine raw|httpx2]
+                            [--window S] [--slots N] [--engine raw|httpx2] [--only TEXT]
+                            [--baseline PYTHON]   # A/B: also the CLI of PYTHON's venv
     python -m harness.bench --inprocess [--requests N]     # server CPU/request, no sockets
     python -m harness.bench --profile "call hold_slot"     # cProfile one configuration
 
@@ -16,8 +17,9 @@ What runs (docs/perf-floor.md is the method):
 
   - ``floor``: ``harness.floor_app``, the bare SDK: its low-level ``Server`` with one async
     no-op tool on Litestar + uvicorn, tuned as the CLI is, and nothing of this project's;
-  - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots): the read
-    tools are measured here;
+  - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots and one
+    seed hold, the one ``get_booking`` reads, ``list_bookings`` lists and the replay repeats):
+    the read tools are measured here;
   - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
     plus ``--slots`` extra slots (``harness.bench_db``), so that every measured hold is a
     successful hold transaction of its own slot and every confirm is a full confirm (fresh
@@ -31,7 +33,8 @@ What runs (docs/perf-floor.md is the method):
   median over rounds is reported with its 95% confidence interval (``bench_report``): p50 at
   c=1, req/s at c=16 and server CPU us/request at c=16 (utime+stime of the server process over
   the window). Other tenants' CPU use is recorded per run; with enough quiet rounds the verdicts
-  read only those, and a verdict whose interval straddles its target says UNSURE.
+  read only those; a verdict (PASS or FAIL by the median) is marked ~ when its interval
+  straddles the target.
 * Load generator: ``loadgen.RawHttpClient`` by default (one write per request, stamped exactly
   like ``ClientSentAtTransport``); ``--engine httpx2`` uses httpx2 + ``ClientSentAtTransport``,
   whose client CPU per request is about the floor server's, so its core saturates first.
@@ -55,6 +58,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -112,7 +116,7 @@ class Plan:
     window_s: float
     warmup_s: float
     max_requests: int
-    confirm_batch: dict[int, int]
+    confirm_rate: float  # first guess of confirms/s, before a measurement says better
     spawns: int
     slots: int
 
@@ -122,7 +126,7 @@ FULL = Plan(
     window_s=1.5,
     warmup_s=0.3,
     max_requests=50_000,
-    confirm_batch={1: 400, 16: 600},
+    confirm_rate=300.0,
     spawns=5,
     slots=40_000,
 )
@@ -131,22 +135,34 @@ QUICK = Plan(
     window_s=0.15,
     warmup_s=0.03,
     max_requests=400,
-    confirm_batch={1: 40, 16: 80},
+    confirm_rate=300.0,
     spawns=1,
     slots=2_000,
 )
 
 
 # Slots one round of a full run takes at most: holds (warm-up, c=1, c=16) at up to ~1,000 per
-# second of window, plus the confirms' holds. Measured here: ~4,700 per round with 2 s windows.
+# second of window, plus the confirms' holds (a confirm is slower than a hold, and its supply is
+# CONFIRM_HEADROOM times its expected count). Measured here: ~4,700 per round with 2 s windows.
 _HOLDS_PER_WINDOW_SECOND = 1_000
+CONFIRM_HEADROOM = 1.5
 
 
 def slots_needed(plan: Plan) -> int:
     """Extra bench slots that ``plan`` can use up (a run stops with an error past them)."""
     holds = (plan.warmup_s + 2 * plan.window_s) * _HOLDS_PER_WINDOW_SECOND
-    confirms = sum(plan.confirm_batch.values()) * 1.1  # + their warm-up batches
-    return int(plan.rounds * (holds + confirms))
+    return int(plan.rounds * holds * (1 + CONFIRM_HEADROOM)) + 1_000
+
+
+def confirm_supply(plan: Plan, rate: float, window_s: float, concurrency: int) -> int:
+    """How many confirms to prepare for one window: what ``rate`` fills it with, plus headroom.
+
+    Sized from the time budget, so the supply lasts the window at the expected rate; a faster
+    server than expected runs it out, and that run ends early, flagged ``exhausted``, with its
+    figures over what it sent (the next window sizes from the rate just measured).
+    """
+    expected = rate * window_s * CONFIRM_HEADROOM
+    return max(2 * concurrency, min(plan.max_requests, int(expected) + 2 * concurrency))
 
 
 @dataclass
@@ -162,6 +178,9 @@ class Bench:
     replayed_hold: dict[str, Any]  # the arguments of the seed hold: sent again, a replay
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
+    rates: dict[tuple[str, int], float] = field(default_factory=dict)  # last measured req/s
+    # The same bench as another server sees it (its own seed booking): ``--baseline``.
+    views: dict[str, Bench] = field(default_factory=dict)
 
     def slot(self) -> str:
         index = next(self.next_slot)
@@ -180,7 +199,8 @@ class Config:
     kind: str  # floor | read | hold | confirm | info
     check: Check
     make: Callable[[Bench], McpCall] | None = None
-    prepare: Callable[[Bench, int], Any] | None = None  # async (bench, count) -> make_call
+    # async (bench, count) -> make_call: a finite supply of count calls, None once used up
+    prepare: Callable[[Bench, int], Any] | None = None
 
 
 def _search_miss(bench: Bench) -> McpCall:
@@ -192,8 +212,12 @@ def _search_miss(bench: Bench) -> McpCall:
     )
 
 
-async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall]:
-    """Hold ``count`` fresh bench slots (untimed), answer PAID for each, approve each now."""
+async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall | None]:
+    """Hold ``count`` fresh bench slots (untimed), answer PAID for each, approve each now.
+
+    The confirms are handed out one per request until they run out (``None``), whatever the
+    request's index: a hold that failed or came late only shortens the supply.
+    """
     held: list[dict[str, Any]] = []
 
     async def keep(_index: int, reply: Reply) -> None:
@@ -209,13 +233,17 @@ async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall
         time_limit_s=120,
         on_reply=keep,
     )
+    if not held:
+        msg = f"none of {count} holds for the confirm supply succeeded"
+        raise RuntimeError(msg)
     approved_at = datetime.now(UTC)
     calls = []
     for booking in held:
         bench.stub.set_answer(booking["bookingId"], status="PAID", amount=BENCH_PRICE[0])
         arguments = confirm_arguments(booking, approved_at=approved_at)
         calls.append(logical("booking.confirm_booking", arguments))
-    return lambda index: calls[index]
+    supply = iter(calls)
+    return lambda _index: next(supply, None)
 
 
 CONFIGS: tuple[Config, ...] = (
@@ -253,6 +281,13 @@ CONFIGS: tuple[Config, ...] = (
         lambda b: logical("booking.get_booking", {"bookingId": b.get_booking_id}),
     ),
     Config(
+        "call list_bookings",
+        "real",
+        "read",
+        envelope_ok,
+        lambda _: logical("booking.list_bookings", {"limit": 10}),
+    ),
+    Config(
         "call hold_slot (replay)",
         "real",
         "read",
@@ -280,11 +315,10 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
     url = bench.urls[config.server]
     requests = bench.plan.max_requests
     if config.prepare is not None:
-        requests = bench.plan.confirm_batch[concurrency]
-        if window_s < bench.plan.window_s:  # warm-up
-            requests = max(4, requests // 10)
+        rate = bench.rates.get((config.name, concurrency), bench.plan.confirm_rate)
+        requests = confirm_supply(bench.plan, rate, window_s, concurrency)
     make_call = await calls_for(bench, config, requests)
-    return await run_load(
+    result = await run_load(
         client,
         url,
         make_call,
@@ -295,6 +329,33 @@ async def measure(bench: Bench, config: Config, concurrency: int, window_s: floa
         check=config.check,
         server_pid=bench.pids[config.server],
     )
+    if result.count and window_s >= bench.plan.window_s:  # a warm-up's rate is no guide
+        bench.rates[config.name, concurrency] = result.throughput
+    return result
+
+
+BASELINE = "baseline"
+
+
+def with_baseline(configs: tuple[Config, ...]) -> tuple[Config, ...]:
+    """``configs`` plus, for each read tool and the hold, a twin on the ``--baseline`` CLI."""
+    twins = []
+    for config in configs:
+        if config.kind not in ("read", "hold") or config.make is None:
+            continue
+        twins.append(
+            dataclasses.replace(
+                config,
+                name=f"{config.name} @{BASELINE}",
+                server=config.server.replace("real", BASELINE),
+                make=_as_baseline_sees_it(config.make),
+            )
+        )
+    return (*configs, *twins)
+
+
+def _as_baseline_sees_it(make: Callable[[Bench], McpCall]) -> Callable[[Bench], McpCall]:
+    return lambda bench: make(bench.views[BASELINE])
 
 
 def selected(only: list[str] | None) -> tuple[Config, ...]:
@@ -308,8 +369,8 @@ def selected(only: list[str] | None) -> tuple[Config, ...]:
     )
 
 
-async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall]:
-    """How request ``i`` of ``config`` looks; a prepared config is prepared for ``count``."""
+async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall | None]:
+    """How request ``i`` of ``config`` looks; a prepared config supplies ``count`` calls."""
     if config.prepare is not None:
         return await config.prepare(bench, count)  # type: ignore[no-any-return]
     assert config.make is not None
@@ -352,7 +413,10 @@ def _client(engine: str) -> HttpClient:
 
 
 async def run(
-    plan: Plan, engine: str = "raw", configs: tuple[Config, ...] = CONFIGS
+    plan: Plan,
+    engine: str = "raw",
+    configs: tuple[Config, ...] = CONFIGS,
+    baseline: str | None = None,
 ) -> dict[str, Any]:
     pin = pin_to(SERVER_CPU) is not None and pin_to(LOADGEN_CPU) is not None
     if pin:
@@ -377,6 +441,10 @@ async def run(
                 "real": cli_server(tmp / "seed.db", env, pin=pin),
                 "real+slots": cli_server(tmp / "bench.db", env, pin=pin),
             }
+            if baseline is not None:
+                shutil.copyfile(tmp / "bench.db", tmp / "base-bench.db")
+                for name, db in ((BASELINE, "base.db"), (f"{BASELINE}+slots", "base-bench.db")):
+                    servers[name] = cli_server(tmp / db, env, pin=pin, python=baseline)
             for server in servers.values():
                 server.launch()
                 stack.callback(server.close)
@@ -391,18 +459,25 @@ async def run(
                 clients[name] = client
             urls = {name: server.url for name, server in servers.items()}
             replayed = hold_arguments("slot-law-002")
-            seed_hold = await send(
-                clients["real"], urls["real"], logical("booking.hold_slot", replayed)
-            )
+            seeds = {
+                name: (
+                    await send(clients[name], urls[name], logical("booking.hold_slot", replayed))
+                )
+                for name in ("real", BASELINE)
+                if name in servers
+            }
             bench = Bench(
                 plan=plan,
                 urls=urls,
                 pids={name: server.pid for name, server in servers.items()},
                 clients=clients,
                 stub=stub,
-                get_booking_id=seed_hold.envelope["data"]["bookingId"],
+                get_booking_id=seeds["real"].envelope["data"]["bookingId"],
                 replayed_hold=replayed,
             )
+            if BASELINE in seeds:
+                booking_id = seeds[BASELINE].envelope["data"]["bookingId"]
+                bench.views[BASELINE] = dataclasses.replace(bench, get_booking_id=booking_id)
             started = time.perf_counter()
             rows = await run_rounds(bench, configs)
             elapsed = time.perf_counter() - started
@@ -456,6 +531,12 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="measure only configurations whose name contains TEXT (repeatable; floor always)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="A/B: also measure the read tools on the CLI of this interpreter's environment "
+        "(e.g. a venv with the commit to compare installed), interleaved in the same rounds",
+    )
     parser.add_argument("--profile", metavar="CONFIG", help="cProfile one configuration in process")
     parser.add_argument("--requests", type=int, default=2000, help="in-process requests per config")
     args = parser.parse_args(argv)
@@ -479,10 +560,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.slots:
         plan = dataclasses.replace(plan, slots=args.slots)
     else:  # every measured hold takes a slot: enough for the rounds and windows asked for
-        plan = dataclasses.replace(plan, slots=max(plan.slots, slots_needed(plan)))
+        servers = 2 if args.baseline else 1  # the slot numbers are shared by both bench dbs
+        plan = dataclasses.replace(plan, slots=max(plan.slots, servers * slots_needed(plan)))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("bench-results") / f"report-{stamp}.json"
-    report = asyncio.run(run(plan, args.engine, configs))
+    if args.baseline:
+        configs = with_baseline(configs)
+    report = asyncio.run(run(plan, args.engine, configs, args.baseline))
     report["only"] = args.only
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")

@@ -13,6 +13,7 @@ import dataclasses
 import pstats
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,7 +27,7 @@ from harness.bench_db import BENCH_PRICE, create_bench_db
 from harness.floor_app import build_floor_app
 from harness.inprocess import inprocess_app
 from harness.loadgen import AsgiCaller, HttpClient, make_http_client
-from harness.mcp_calls import hold_arguments, logical
+from harness.mcp_calls import McpCall, hold_arguments, logical
 
 
 def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:
@@ -76,7 +77,7 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
             replayed = hold_arguments("slot-law-002")
             seed_hold = await callers["real"].send(logical("booking.hold_slot", replayed))
             bench = Bench(
-                plan=dataclasses.replace(plan, confirm_batch={1: requests, 16: requests}),
+                plan=plan,
                 urls=dict.fromkeys(apps, url),
                 pids={},
                 clients=clients,
@@ -90,13 +91,13 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
                 caller = callers[config.server]
                 make_call = await calls_for(bench, config, requests * 2)
                 for index in range(min(requests, 200)):  # warm-up
-                    await caller.send(make_call(index))
+                    await caller.send(_next_call(make_call, index, config.name))
                 profiler = cProfile.Profile() if profile else None
                 cpu = time.process_time()
                 if profiler:
                     profiler.enable()
                 for index in range(requests, 2 * requests):
-                    reply = await caller.send(make_call(index))
+                    reply = await caller.send(_next_call(make_call, index, config.name))
                     failure = config.check(index, reply)
                     if failure is not None:
                         raise RuntimeError(f"{config.name}: {failure} {reply.message}")
@@ -114,6 +115,14 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
         "cpu_us_per_request": {name: round(value, 1) for name, value in costs.items()},
         "ratio_to_floor": {name: round(value / floor, 2) for name, value in costs.items() if floor},
     }
+
+
+def _next_call(make_call: Callable[[int], McpCall | None], index: int, name: str) -> McpCall:
+    call = make_call(index)
+    if call is None:
+        msg = f"{name}: the prepared calls ran out at request {index}"
+        raise RuntimeError(msg)
+    return call
 
 
 class _NoStub:

@@ -4,12 +4,12 @@ Targets: every read tool (a hold replay included) p50 at concurrency 1 at most 1
 floor's no-op ``tools/call`` and throughput at concurrency 16 at least 0.6x; a real hold at
 least 0.4x; cold start at most 2 s.
 
-A ratio is taken per round (each configuration against the floor of the same round), and the
-verdict reads the median's distribution-free 95% confidence interval over the rounds (order
-statistics of the binomial, ``median_ci``): PASS when the whole interval meets the target, MISS
-when none of it does, and UNSURE when it straddles the line, i.e. when more rounds, or a quieter
-machine, are needed to tell. With at least ``MIN_QUIET_ROUNDS`` quiet rounds the verdict reads
-only those.
+A ratio is taken per round (each configuration against the floor of the same round); each
+target's verdict is PASS or FAIL by the median over the rounds, printed with the median's
+distribution-free 95% confidence interval (order statistics of the binomial, ``median_ci``) and
+marked ``~`` when that interval straddles the line, i.e. when more rounds, or a quieter
+machine, could turn it. With at least ``MIN_QUIET_ROUNDS`` quiet rounds the verdict reads only
+those.
 """
 
 from __future__ import annotations
@@ -98,9 +98,33 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
         entry["rps_ratio_c16"] = _median([rps_ratios[i] for i in used])
         entry["p50_ratio_c1_ci"] = median_ci([p50_ratios[i] for i in used])
         entry["rps_ratio_c16_ci"] = median_ci([rps_ratios[i] for i in used])
-        entry["target"], entry["pass"] = _verdict(entry)
+        entry["checks"] = _checks(entry)
+        entry["pass"] = all(c["pass"] for c in entry["checks"]) if entry["checks"] else None
         table.append(entry)
+    _compare_with_baseline(table)
     return table
+
+
+BASELINE_SUFFIX = " @baseline"
+
+
+def _compare_with_baseline(table: list[dict[str, Any]]) -> None:
+    """A/B: each configuration against its ``--baseline`` twin, round by round (same floor)."""
+    by_name = {entry["name"]: entry for entry in table}
+    for entry in table:
+        twin = by_name.get(entry["name"] + BASELINE_SUFFIX)
+        if twin is None:
+            continue
+        p50, rps = (
+            [a / b for a, b in zip(entry[key], twin[key], strict=True)]
+            for key in ("p50_ratio_c1_rounds", "rps_ratio_c16_rounds")
+        )
+        entry["vs_baseline"] = {
+            "p50_c1": _median(list(p50)),
+            "p50_c1_ci": median_ci(p50),
+            "rps_c16": _median(list(rps)),
+            "rps_c16_ci": median_ci(rps),
+        }
 
 
 def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -135,34 +159,37 @@ def _merge(counters: list[dict[str, int]]) -> dict[str, int]:
     return merged
 
 
-def _verdict(entry: dict[str, Any]) -> tuple[str, bool | str | None]:
-    """``(target, True | False | "unsure" | None)`` from the confidence intervals."""
+def _checks(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The targets of ``entry``'s kind, each judged by the median, its interval beside it."""
     kind = entry["kind"]
-    p50 = entry["p50_ratio_c1_ci"]
-    rps = entry["rps_ratio_c16_ci"]
+    wanted: list[tuple[str, str, str, float]] = []  # metric, ratio key, direction, line
     if kind == "read":
-        checks = [_at_most(p50, READ_P50_MAX_RATIO), _at_least(rps, READ_RPS_MIN_RATIO)]
-        target = f"p50 <= {READ_P50_MAX_RATIO}x, req/s >= {READ_RPS_MIN_RATIO}x"
+        wanted = [
+            ("c=1 p50", "p50_ratio_c1", "<=", READ_P50_MAX_RATIO),
+            ("c=16 r/s", "rps_ratio_c16", ">=", READ_RPS_MIN_RATIO),
+        ]
     elif kind == "hold":
-        checks = [_at_least(rps, HOLD_RPS_MIN_RATIO)]
-        target = f"req/s >= {HOLD_RPS_MIN_RATIO}x"
-    else:
-        return "-", None
-    if False in checks:
-        return target, False
-    return target, True if all(check is True for check in checks) else "unsure"
-
-
-def _at_most(ci: tuple[float, float] | None, line: float) -> bool | str:
-    if ci is None:
-        return False
-    return True if ci[1] <= line else False if ci[0] > line else "unsure"
-
-
-def _at_least(ci: tuple[float, float] | None, line: float) -> bool | str:
-    if ci is None:
-        return False
-    return True if ci[0] >= line else False if ci[1] < line else "unsure"
+        wanted = [("c=16 r/s", "rps_ratio_c16", ">=", HOLD_RPS_MIN_RATIO)]
+    checks = []
+    for metric, key, direction, line in wanted:
+        median, ci = entry[key], entry[f"{key}_ci"]
+        meets = median is not None and (median <= line if direction == "<=" else median >= line)
+        sure = ci is not None and (
+            (ci[1] <= line if direction == "<=" else ci[0] >= line)
+            if meets
+            else (ci[0] > line if direction == "<=" else ci[1] < line)
+        )
+        checks.append(
+            {
+                "metric": metric,
+                "ratio": median,
+                "ci": ci,
+                "target": f"{direction} {line}",
+                "pass": meets,
+                "sure": sure,
+            }
+        )
+    return checks
 
 
 def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
@@ -175,7 +202,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     print("-" * len(header))
     for entry in table:
         c1, c16 = entry["c1"], entry["c16"]
-        verdict = {True: "PASS", False: "MISS", "unsure": "UNSURE", None: ""}[entry["pass"]]
+        verdict = _verdict_text(entry)
         print(
             f"{entry['name']:<36} {_f(c1['p50_ms'])} {_f(c1['req_per_s'], 0)} "
             f"{_f(c16['p99_ms'])} {_f(c16['req_per_s'], 0)} "
@@ -184,16 +211,16 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
             f"{_ratio(entry['rps_ratio_c16'], entry['rps_ratio_c16_ci'])} "
             f"{_f(entry['cpu_ratio_c16'], 2, 6)} "
             f"{_f(c16['loadgen_cpu_share'], 1, 4)} {_f(c16['foreign_cpu_cores'], 1, 4)}  "
-            f"{verdict} {entry['target'] if entry['target'] != '-' else ''}"
-            + (f" ({entry['verdict_rounds']} rounds)" if entry["pass"] is not None else "")
+            f"{verdict}"
         )
     print("(ms; r/s = requests/s; cpu/req = server CPU us per request at c=16; x = ratio to the")
     print(" bare-SDK floor's no-op tools/call in the same round, median over rounds, with the")
     print(" median's 95% confidence interval over the rounds the verdict reads; lg = load")
     print(" generator CPU share at c=16 (1.0 = its core saturated); frgn = cores used by other")
     print(f" tenants; the verdict reads the quiet rounds (frgn <= {QUIET_FOREIGN_CORES} in all")
-    print(f" four runs of the pair) when there are {MIN_QUIET_ROUNDS} or more, else all rounds;")
-    print(" UNSURE: the interval straddles the target, more rounds or a quieter machine decide)")
+    print(f" four runs of the pair) when there are {MIN_QUIET_ROUNDS} or more, else all rounds)")
+    print_verdicts(table)
+    print_baseline_comparison(table)
     cold = extra["cold_start"]
     print(
         f"cold start (CLI, fresh db, median of {cold['spawns']}): "
@@ -219,6 +246,52 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     problems = size.get("budget_problems") or []
     print(f"context budget (harness/context-budget.json): {'; '.join(problems) or 'PASS'}")
     print(f"placement: {extra['placement']}")
+
+
+def _verdict_text(entry: dict[str, Any]) -> str:
+    if entry["pass"] is None:
+        return ""
+    sure = all(check["sure"] for check in entry["checks"])
+    return ("PASS" if entry["pass"] else "FAIL") + ("" if sure else "~")
+
+
+def print_verdicts(table: list[dict[str, Any]]) -> None:
+    """One line per target: the median ratio, its 95% interval, the line and PASS or FAIL."""
+    print()
+    print("verdicts against the bare-SDK floor (median ratio [95% CI] over the rounds read):")
+    passed = total = 0
+    for entry in table:
+        if not entry["checks"]:
+            continue
+        parts = []
+        for check in entry["checks"]:
+            total += 1
+            passed += check["pass"]
+            ci = check["ci"] or (float("nan"), float("nan"))
+            parts.append(
+                f"{check['metric']} {_f(check['ratio'], 2, 4)}x [{ci[0]:.2f}-{ci[1]:.2f}] "
+                f"{check['target']} {'PASS' if check['pass'] else 'FAIL'}"
+                f"{'' if check['sure'] else '~'}"
+            )
+        rounds = len(entry["quiet_rounds"]) if entry["verdict_rounds"] == "quiet" else None
+        used = f"{rounds} quiet rounds" if rounds else f"all {len(entry['p50_ratio_c1_rounds'])}"
+        print(f"  {entry['name']:<34} " + "   ".join(parts) + f"  ({used})")
+    print(f"targets met: {passed}/{total}  (~: the interval straddles the line; more rounds or a")
+    print(" quieter machine could turn that verdict)")
+
+
+def print_baseline_comparison(table: list[dict[str, Any]]) -> None:
+    compared = [entry for entry in table if "vs_baseline" in entry]
+    if not compared:
+        return
+    print()
+    print("A/B against --baseline (this tree / baseline, per round, median [95% CI]):")
+    for entry in compared:
+        ab = entry["vs_baseline"]
+        print(
+            f"  {entry['name']:<34} c=1 p50 {_ratio(ab['p50_c1'], ab['p50_c1_ci'])}"
+            f"   c=16 r/s {_ratio(ab['rps_c16'], ab['rps_c16_ci'])}"
+        )
 
 
 def _ratio(median: float | None, ci: tuple[float, float] | None) -> str:

@@ -46,8 +46,12 @@ def _server(command: list[str], db_path: Path, env: dict[str, str], *, pin: bool
     )
 
 
-def cli_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:
-    return _server(list(SERVE_COMMAND), db_path, env, pin=pin)
+def cli_server(
+    db_path: Path, env: dict[str, str], *, pin: bool, python: str | None = None
+) -> ServerProcess:
+    """The CLI of this environment, or of the environment of the interpreter ``python``."""
+    command = list(SERVE_COMMAND) if python is None else [python, *SERVE_COMMAND[1:]]
+    return _server(command, db_path, env, pin=pin)
 
 
 def floor_server(db_path: Path, env: dict[str, str], *, pin: bool) -> ServerProcess:

@@ -270,6 +270,7 @@ class LoadResult:
     server_cpu_s: float | None = None
     client_cpu_s: float = 0.0
     system_busy_s: float | None = None
+    exhausted: bool = False  # the supply of calls ran out before the window or the count
 
     @property
     def count(self) -> int:
@@ -320,6 +321,7 @@ class LoadResult:
             "server_cpu_us_per_req": _round(self.server_cpu_us_per_request),
             "loadgen_cpu_share": round(self.client_cpu_share, 3),
             "foreign_cpu_cores": _round(self.foreign_cpu, 2),
+            "exhausted": self.exhausted,
         }
 
 
@@ -357,7 +359,7 @@ def system_busy_seconds() -> float | None:
 async def run_load(
     client: HttpClient,
     url: str,
-    make_call: Callable[[int], McpCall],
+    make_call: Callable[[int], McpCall | None],
     *,
     requests: int,
     concurrency: int,
@@ -370,7 +372,9 @@ async def run_load(
     """Send up to ``requests`` requests with ``concurrency`` workers for at most ``time_limit_s``.
 
     Requests are numbered 0..requests-1 and handed out in order; ``make_call(i)`` is called
-    just before request ``i`` is sent (outside the timed part). A transport error counts as a
+    just before request ``i`` is sent (outside the timed part). A finite supply of calls (each
+    confirm needs a hold made beforehand) says it ran out by returning ``None``: the run ends
+    there, ``exhausted`` set, its figures over the requests sent. A transport error counts as a
     failure labelled with the exception's class name. ``on_reply`` sees every decoded reply.
     """
     if requests < 0 or concurrency < 1 or time_limit_s <= 0:
@@ -385,7 +389,11 @@ async def run_load(
         for index in next_index:
             if loop.time() >= deadline:
                 return
-            headers, body = encode(make_call(index))
+            call = make_call(index)
+            if call is None:
+                result.exhausted = True
+                return
+            headers, body = encode(call)
             started = time.perf_counter()
             try:
                 response = await client.post(url, content=body, headers=headers)
@@ -395,14 +403,7 @@ async def run_load(
                 continue
             result.latencies_s.append(time.perf_counter() - started)
             reply = Reply(response.status_code, json.loads(response.content), len(response.content))
-            if check is not None:
-                failure = check(index, reply)
-                if failure is not None:
-                    _count(result.failures, failure)
-            if on_reply is not None:
-                pending = on_reply(index, reply)
-                if pending is not None:
-                    await pending
+            await _judge(result, index, reply, check, on_reply)
 
     cpu_before = process_cpu_seconds(server_pid) if server_pid else None
     own_before = time.process_time()
@@ -419,6 +420,23 @@ async def run_load(
         cpu_after = process_cpu_seconds(server_pid)
         result.server_cpu_s = None if cpu_after is None else cpu_after - cpu_before
     return result
+
+
+async def _judge(
+    result: LoadResult,
+    index: int,
+    reply: Reply,
+    check: Check | None,
+    on_reply: Callable[[int, Reply], Awaitable[None] | None] | None,
+) -> None:
+    if check is not None:
+        failure = check(index, reply)
+        if failure is not None:
+            _count(result.failures, failure)
+    if on_reply is not None:
+        pending = on_reply(index, reply)
+        if pending is not None:
+            await pending
 
 
 def _count(counter: dict[str, int], key: str) -> None:
