@@ -29,6 +29,7 @@ from expert_booking.domain.model import (
 )
 from expert_booking.edge.log_writer import LoopBatchedWriter
 from expert_booking.edge.observability import ROOT_LOGGER
+from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
     LOCAL_OWNER,
     BookingStore,
@@ -37,7 +38,6 @@ from expert_booking.ports import (
     TraceContext,
     Transaction,
 )
-from expert_booking.services import BookingPolicy
 
 T0 = datetime(2030, 9, 1, tzinfo=UTC)
 SLOT_AI_001_STARTS_AT = datetime(2030, 9, 2, 2, tzinfo=UTC)

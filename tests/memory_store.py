@@ -41,6 +41,7 @@ from expert_booking.ports import (
     IdempotencyRecord,
     SlotQuery,
     SlotSearchResult,
+    SlotStanding,
     Transaction,
 )
 
@@ -140,6 +141,15 @@ class MemoryTransaction:
             self._slots.get(slot_id),
             self.next_hold_expiry(),
         )
+
+    def lookup_slot(self, slot_id: str) -> SlotStanding | None:
+        slot = self._slots.get(slot_id)
+        if slot is None:
+            return None
+        taken = any(
+            b.slot_id == slot_id and b.status in ACTIVE_STATUSES for b in self._bookings().values()
+        )
+        return SlotStanding(slot, free=not taken)
 
     def list_bookings(
         self, query: BookingListQuery, offset: int, limit: int

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class BookingListBookingsInput(BaseModel):
     """
-    List your bookings, newest first (by heldAt, then bookingId). Read-only: it changes nothing (a hold whose expiresAt has passed is listed as EXPIRED). Filter by status, or by idempotencyKey to learn what became of a hold or confirmation whose answer you never got (a timeout): the key of either call finds its booking; an empty page means nothing was committed under that key, so retrying the same call with the same key is safe. limit per page, with total and nextCursor (null on the last page); pass nextCursor as cursor with the same filters (other filters: INVALID_CURSOR). Errors: INVALID_ARGUMENTS, INVALID_CURSOR, STORAGE_BUSY, INTERNAL_ERROR.
+    List your bookings, newest first (by heldAt, then bookingId). Read-only: it changes nothing (a hold whose expiresAt has passed is listed as EXPIRED). Filter by status, or by idempotencyKey to learn what became of a hold, confirm, cancel or reschedule whose answer you never got (a timeout): the key of either call finds its booking; an empty page means nothing was committed under that key, so retrying the same call with the same key is safe. limit per page, with total and nextCursor (null on the last page); pass nextCursor as cursor with the same filters (other filters: INVALID_CURSOR). Errors: INVALID_ARGUMENTS, INVALID_CURSOR, STORAGE_BUSY, INTERNAL_ERROR.
     """
 
     model_config = ConfigDict(
@@ -21,7 +21,10 @@ class BookingListBookingsInput(BaseModel):
     Maximum number of bookings to return (1 to 50). Required: there is no default.
     """
     status: Annotated[
-        list[Literal["HELD", "CONFIRMED", "EXPIRED", "PAYMENT_FAILED", "PAYMENT_CLOSED"]] | None,
+        list[
+            Literal["HELD", "CONFIRMED", "EXPIRED", "PAYMENT_FAILED", "PAYMENT_CLOSED", "CANCELLED"]
+        ]
+        | None,
         Field(min_length=1),
     ] = None
     """
@@ -29,7 +32,7 @@ class BookingListBookingsInput(BaseModel):
     """
     idempotencyKey: UUID | None = None
     """
-    Optional: only the booking that a booking.hold_slot or booking.confirm_booking call with this idempotencyKey committed.
+    Optional: only the booking that a hold, confirm, cancel or reschedule call with this idempotencyKey committed.
     """
     cursor: str | None = None
     """

@@ -97,6 +97,36 @@ class Payment(BaseModel):
     """
 
 
+class SlotChange(BaseModel):
+    """
+    A slot the booking had before a reschedule.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    slotId: str
+    """
+    The previous slot.
+    """
+    expertId: str
+    """
+    The previous slot's expert.
+    """
+    startsAt: AwareDatetime
+    """
+    Start of the previous slot.
+    """
+    endsAt: AwareDatetime
+    """
+    End of the previous slot.
+    """
+    changedAt: AwareDatetime
+    """
+    When the booking moved away from it.
+    """
+
+
 class ConfirmationIntent(BaseModel):
     """
     A server-issued approval challenge, present in a booking snapshot while the booking is HELD with payment PENDING (null otherwise). Show the person the booking, expert, time, amount, currency and version it describes; if they approve, copy intent and intentHash unchanged into humanApproval of booking.confirm_booking. Never rebuild, reorder or edit them. The hash binds the content but is not a signature of who approved.
@@ -117,7 +147,7 @@ class ConfirmationIntent(BaseModel):
 
 class BookingSnapshot(BaseModel):
     """
-    The complete current state of one booking: data of a successful booking.hold_slot, booking.confirm_booking or booking.get_booking envelope. Timestamps are RFC 3339 UTC with milliseconds, e.g. "2030-09-02T02:00:00.000Z".
+    The complete current state of one booking: data of a successful booking.hold_slot, booking.confirm_booking, booking.get_booking, booking.cancel_booking or booking.reschedule_booking envelope. Timestamps are RFC 3339 UTC with milliseconds, e.g. "2030-09-02T02:00:00.000Z".
     """
 
     model_config = ConfigDict(
@@ -129,7 +159,7 @@ class BookingSnapshot(BaseModel):
     """
     slotId: str
     """
-    The held or booked slot.
+    The held or booked slot (after a reschedule, the new one).
     """
     expertId: str
     """
@@ -147,13 +177,13 @@ class BookingSnapshot(BaseModel):
     """
     The customer exactly as sent to booking.hold_slot.
     """
-    status: Literal["HELD", "CONFIRMED", "EXPIRED", "PAYMENT_FAILED", "PAYMENT_CLOSED"]
+    status: Literal["HELD", "CONFIRMED", "EXPIRED", "PAYMENT_FAILED", "PAYMENT_CLOSED", "CANCELLED"]
     """
-    HELD: the slot is reserved until expiresAt and can be confirmed. CONFIRMED: paid and confirmed (final). EXPIRED: the hold ran out before confirmation and the slot was released (final). PAYMENT_FAILED / PAYMENT_CLOSED: the payment service reported the payment failed / closed unpaid, and the slot was released (final).
+    HELD: the slot is reserved until expiresAt and can be confirmed or cancelled. CONFIRMED: paid and confirmed; it can be rescheduled (it stays CONFIRMED, history grows) or cancelled. EXPIRED: the hold ran out before confirmation and the slot was released (final). PAYMENT_FAILED / PAYMENT_CLOSED: the payment service reported the payment failed / closed unpaid, and the slot was released (final). CANCELLED: cancelled with booking.cancel_booking; the slot was released (final).
     """
     version: Annotated[int, Field(ge=1)]
     """
-    Grows by one with every change of the booking. Pass the current value as expectedVersion to booking.confirm_booking.
+    Grows by one with every change of the booking. Pass the current value as expectedVersion to booking.confirm_booking, booking.cancel_booking or booking.reschedule_booking.
     """
     heldAt: AwareDatetime
     """
@@ -182,6 +212,14 @@ class BookingSnapshot(BaseModel):
     confirmationIntent: ConfirmationIntent | None
     """
     The approval challenge to show the person while the booking is HELD with payment PENDING; null in every other state (a confirmed booking cannot be approved again).
+    """
+    history: list[SlotChange]
+    """
+    Every slot a booking.reschedule_booking moved this booking away from, oldest first, each with the time of the move; empty if never rescheduled.
+    """
+    cancelledAt: AwareDatetime | None
+    """
+    When the booking was cancelled; null unless CANCELLED.
     """
 
 

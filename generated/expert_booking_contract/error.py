@@ -56,6 +56,7 @@ class Error(BaseModel):
         "PAID_AFTER_EXPIRY",
         "RATE_LIMITED",
         "TOOL_DISABLED",
+        "RESCHEDULE_PRICE_DIFFERS",
     ]
     """
     Stable error code.

@@ -25,7 +25,8 @@ from expert_booking.edge.bearer_gate import BearerAuth, ResourceMetadata
 from expert_booking.edge.http_app import create_app
 from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.schemas import SchemaRegistry
-from expert_booking.services import BookingPolicy, BookingService
+from expert_booking.policy import BookingPolicy
+from expert_booking.services import BookingService
 from expert_booking.settings import AuthMode
 from expert_booking.telemetry import configure_tracing
 from expert_booking.version import package_version

@@ -113,6 +113,14 @@ class SlotSearchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SlotStanding:
+    """A slot (joined with its expert) and whether it is free (no HELD or CONFIRMED booking)."""
+
+    slot: Slot
+    free: bool
+
+
+@dataclass(frozen=True, slots=True)
 class HoldLookup:
     """What a hold reads before it writes; ``next_hold_expiry`` says whether a release is due."""
 
@@ -157,6 +165,15 @@ class Transaction(Protocol):
         """
         ...
 
+    def lookup_slot(self, slot_id: str) -> SlotStanding | None:
+        """The slot and whether it is free now, or ``None`` when no slot has this id.
+
+        Free means no HELD or CONFIRMED booking has it (call after ``release_overdue``); it
+        does not judge the start time. Securing it is ``update_booking``'s or
+        ``insert_booking``'s (the store's uniqueness guarantee), not this read's.
+        """
+        ...
+
     def list_bookings(
         self, query: BookingListQuery, offset: int, limit: int
     ) -> tuple[list[Booking], int]:
@@ -181,8 +198,12 @@ class Transaction(Protocol):
     def update_booking(self, booking: Booking, expected_version: int) -> None:
         """Replace the stored booking of ``booking.owner`` if its version is ``expected_version``.
 
+        A changed ``slot_id`` moves the booking in one step: the new slot is secured (no other
+        active booking may have it) as the old one is released, never one without the other.
+
         Raises:
             VersionConflictError: the stored version differs.
+            SlotUnavailableError: the booking would be a second active booking of its slot.
             BookingNotFoundError: no booking of that owner has this id.
         """
         ...

@@ -1,5 +1,8 @@
 """Use cases of the booking core: search, hold, confirm, get, list. Framework-free.
 
+Cancel and reschedule run in their own modules (``cancellation``, ``rescheduling``) on this
+service's transactions (``run_write``, ``after_write``).
+
 Every use case reads the clock once per transaction, releases overdue holds inside the same
 transaction before it reads or writes, and commits idempotency records with the change they
 describe. The payment query runs between two transactions, never while holding the store lock.
@@ -24,22 +27,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
-import json
 import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from expert_booking.call_context import CallContext
+from expert_booking.cancellation import CancelBooking, Cancellation
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import (
     BookingError,
     BookingExpiredError,
     BookingNotFoundError,
-    IdempotencyConflictError,
     InvalidStateError,
     SlotNotFoundError,
     SlotUnavailableError,
@@ -55,7 +56,6 @@ from expert_booking.domain.model import (
     PaymentStatus,
     Slot,
     canonical_idempotency_key,
-    format_instant,
     format_optional_instant,
 )
 from expert_booking.domain.rules import (
@@ -64,6 +64,7 @@ from expert_booking.domain.rules import (
     payment_refusal,
     record_paid_after_expiry,
 )
+from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
     BookingListQuery,
     BookingListResult,
@@ -75,10 +76,10 @@ from expert_booking.ports import (
     SlotSearchResult,
     Transaction,
 )
+from expert_booking.replay import fingerprint as fingerprint_of
+from expert_booking.replay import release_due, replay_outcome, unwrap
+from expert_booking.rescheduling import RescheduleBooking, Rescheduling
 from expert_booking.slot_cache import SlotSearchCache
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 logger = logging.getLogger("expert_booking.services")
 
@@ -88,17 +89,6 @@ R = TypeVar("R")
 # Namespaces of the stored idempotency records (their values are on disk: never rename them).
 HOLD_SCOPE = "booking.hold_slot"
 CONFIRM_SCOPE = "booking.confirm_booking"
-
-
-@dataclass(frozen=True, slots=True)
-class BookingPolicy:
-    """Lifetimes and URLs from the settings (CONTRACT section 1)."""
-
-    hold_ttl: timedelta
-    approval_ttl: timedelta
-    approval_skew: timedelta
-    slot_cache_ttl: timedelta
-    payment_page_base_url: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +174,18 @@ class BookingService:
         self._clock = clock
         self._policy = policy
         self._cache: SlotSearchCache[SlotPage] = SlotSearchCache()
+        self._cancellation = Cancellation(
+            writes=self, payments=payments, clock=clock, policy=policy
+        )
+        self._rescheduling = Rescheduling(writes=self, clock=clock, policy=policy)
+
+    async def cancel_booking(self, command: CancelBooking, context: CallContext) -> Booking:
+        """``Cancellation.cancel_booking`` (module ``cancellation``)."""
+        return await self._cancellation.cancel_booking(command, context)
+
+    async def reschedule_booking(self, command: RescheduleBooking, context: CallContext) -> Booking:
+        """``Rescheduling.reschedule_booking`` (module ``rescheduling``)."""
+        return await self._rescheduling.reschedule_booking(command, context)
 
     async def search_available_slots(self, command: SearchSlots, _context: CallContext) -> SlotPage:
         """Free slots matching the query, ordered by start time, one page at a time.
@@ -211,7 +213,7 @@ class BookingService:
         # No lock to wait for: the clock is read right before the statement that judges it.
         now = self._clock.now()
         found = await self._store.peek_free_slots(query, now, offset, command.limit)
-        if _release_due(found.next_hold_expiry, now):
+        if release_due(found.next_hold_expiry, now):
             # The peeked page still counts an overdue hold's slot as taken: release, re-read.
             found, now = await self._search_releasing(query, offset, command.limit)
         slots, next_expiry = found.slots, found.next_hold_expiry
@@ -239,8 +241,8 @@ class BookingService:
             slots, total = tx.search_free_slots(query, now, offset, limit)
             return SlotSearchResult(slots, total, tx.next_hold_expiry()), now, released
 
-        found, now, released = await self._run(work)
-        self._after_write(released=released, changed=False)
+        found, now, released = await self.run_write(work)
+        self.after_write(released=released, changed=False)
         return found, now
 
     async def hold_slot(self, command: HoldSlot, context: CallContext) -> Booking:
@@ -249,7 +251,7 @@ class BookingService:
         Raises:
             IdempotencyConflictError, SlotNotFoundError, SlotUnavailableError.
         """
-        fingerprint = _fingerprint(command)
+        fingerprint = fingerprint_of(command)
         owner = context.principal.owner
 
         def work(tx: Transaction) -> tuple[Booking | BookingError, int]:
@@ -259,16 +261,16 @@ class BookingService:
             )
             # A release changes neither the record nor the slot row, only whether it is free:
             # it runs before the insert, and only when a hold is overdue (one statement less).
-            due = _release_due(found.next_hold_expiry, now)
+            due = release_due(found.next_hold_expiry, now)
             released = tx.release_overdue(now) if due else 0
-            replayed = _replay_outcome(found.record, command.idempotency_key, fingerprint)
+            replayed = replay_outcome(found.record, command.idempotency_key, fingerprint)
             if replayed is not None:
                 return replayed, released
             return self._hold(tx, command, found.slot, fingerprint, now, owner=owner), released
 
-        outcome, released = await self._run(work)
-        self._after_write(released=released, changed=isinstance(outcome, Booking))
-        return _unwrap(outcome)
+        outcome, released = await self.run_write(work)
+        self.after_write(released=released, changed=isinstance(outcome, Booking))
+        return unwrap(outcome)
 
     async def confirm_booking(self, command: ConfirmBooking, context: CallContext) -> Booking:
         """Confirm a held booking after human approval and a matching PAID payment.
@@ -279,14 +281,14 @@ class BookingService:
             ApprovalIntent*Error, PaymentPendingError, PaymentUnavailableError,
             PaymentMismatchError, PaymentFailedError, PaymentClosedError.
         """
-        fingerprint = _fingerprint(command)
+        fingerprint = fingerprint_of(command)
         owner = context.principal.owner
-        outcome, released = await self._run(
+        outcome, released = await self.run_write(
             self._confirm_step(command, owner, fingerprint, self._precheck_confirm)
         )
-        self._after_write(released=released, changed=False)
+        self.after_write(released=released, changed=False)
         if outcome is not None:
-            return _unwrap(outcome)
+            return unwrap(outcome)
 
         # Outside any transaction: a slow payment service never holds the store lock.
         answer = await self._payments.query_payment(command.booking_id, context.trace)
@@ -296,14 +298,16 @@ class BookingService:
         ) -> Booking | BookingError:
             return self._settle(tx, command, fingerprint, answer, now, owner=owner)
 
-        settled, released = await self._run(self._confirm_step(command, owner, fingerprint, settle))
-        self._after_write(released=released, changed=isinstance(settled, Booking))
+        settled, released = await self.run_write(
+            self._confirm_step(command, owner, fingerprint, settle)
+        )
+        self.after_write(released=released, changed=isinstance(settled, Booking))
         if isinstance(settled, Booking):
             # FAILED/CLOSED (the slot released) and a payment after expiry (a refund due)
             # were committed above and are reported as errors, exactly as a replay of this
             # idempotency key reports them.
             settled = payment_refusal(settled) or settled
-        return _unwrap(settled)
+        return unwrap(settled)
 
     async def get_booking(self, command: GetBooking, context: CallContext) -> Booking:
         """The caller's booking as it is now (overdue holds released first).
@@ -321,8 +325,8 @@ class BookingService:
                 released = tx.release_overdue(self._clock.now())
                 return tx.get_booking(booking_id, owner=owner), released
 
-            booking, released = await self._run(work)
-            self._after_write(released=released, changed=False)
+            booking, released = await self.run_write(work)
+            self.after_write(released=released, changed=False)
         if booking is None:
             raise BookingNotFoundError(booking_id=booking_id)
         return booking
@@ -352,7 +356,7 @@ class BookingService:
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
         found = await self._store.peek_bookings(query, offset, command.limit)
-        if _release_due(found.next_hold_expiry, self._clock.now()):
+        if release_due(found.next_hold_expiry, self._clock.now()):
             # The peek still shows an overdue hold as HELD: release, then list again.
 
             def work(tx: Transaction) -> tuple[BookingListResult, int]:
@@ -360,8 +364,8 @@ class BookingService:
                 bookings, total = tx.list_bookings(query, offset, command.limit)
                 return BookingListResult(bookings, total, None), released
 
-            found, released = await self._run(work)
-            self._after_write(released=released, changed=False)
+            found, released = await self.run_write(work)
+            self.after_write(released=released, changed=False)
         end = offset + len(found.bookings)
         return BookingPage(
             bookings=tuple(found.bookings),
@@ -494,7 +498,7 @@ class BookingService:
             now = self._clock.now()
             released = tx.release_overdue(now)
             record = tx.get_idempotency(CONFIRM_SCOPE, key, owner=owner)
-            replayed = _replay_outcome(record, key, fingerprint)
+            replayed = replay_outcome(record, key, fingerprint)
             if replayed is not None:
                 return replayed, released
             return step(tx, command, owner, now), released
@@ -511,7 +515,7 @@ class BookingService:
             command, booking, now
         )
 
-    async def _run(self, work: Callable[[Transaction], T]) -> T:
+    async def run_write(self, work: Callable[[Transaction], T]) -> T:
         """``store.run(work)``; a caller that goes away still gets the cache dropped after it.
 
         A started transaction runs to its end even when its caller is cancelled, and may
@@ -533,29 +537,9 @@ class BookingService:
             # Nobody awaits this outcome any more: an unexpected failure is logged here.
             logger.error("transaction of a cancelled request failed", exc_info=error)
 
-    def _after_write(self, *, released: int, changed: bool) -> None:
+    def after_write(self, *, released: int, changed: bool) -> None:
         if released or changed:
             self._cache.invalidate()
-
-
-def _replay_outcome(
-    record: IdempotencyRecord | None, key: str, fingerprint: str
-) -> Booking | BookingError | None:
-    """The stored outcome for a repeated idempotency key, or ``None`` for a first request."""
-    if record is None:
-        return None
-    if record.fingerprint != fingerprint:
-        return IdempotencyConflictError(idempotency_key=key)
-    if record.error_code is None:
-        return record.booking
-    return payment_refusal(record.booking) or InvalidStateError(
-        booking_id=record.booking.booking_id
-    )
-
-
-def _release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
-    """Whether some HELD booking is overdue at ``now`` (so a release must run first)."""
-    return next_hold_expiry is not None and next_hold_expiry <= now
 
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:
@@ -575,23 +559,3 @@ def _confirmable(booking: Booking, expected_version: int) -> BookingError | None
             booking_id=booking.booking_id, status=booking.status.value, booking=booking
         )
     return None
-
-
-def _unwrap(outcome: Booking | BookingError) -> Booking:
-    if isinstance(outcome, BookingError):
-        raise outcome
-    return outcome
-
-
-def _fingerprint(command: DataclassInstance) -> str:
-    """Digest of a command's arguments; equal arguments give equal fingerprints."""
-    doc = dataclasses.asdict(command)
-    doc.pop("idempotency_key")
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=_json_default)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return format_instant(value)
-    raise TypeError(type(value).__name__)

@@ -121,4 +121,6 @@ async def test_a_new_entry_is_found_read_called_and_annotated(registry: SchemaRe
     assert len(service.forgotten) == 1
 
     assert call_hints(TOOLS).destructive
-    assert not call_hints().destructive
+    assert not call_hints(
+        tuple(tool for tool in TOOLS if tool.name != NAME and not tool.hints.destructive)
+    ).destructive

@@ -456,7 +456,7 @@ async def test_an_integral_float_is_not_an_integer_anywhere(stack: Stack) -> Non
 
 
 async def test_unknown_logical_tool_and_uri_are_tool_not_found(stack: Stack) -> None:
-    envelope = await stack.logical("booking.cancel_booking", {"bookingId": "b"})
+    envelope = await stack.logical("booking.forget_booking", {"bookingId": "b"})
     assert envelope["error"]["code"] == "TOOL_NOT_FOUND"
     assert envelope["error"]["recovery"]["action"]
     envelope = await stack.call(
@@ -468,7 +468,7 @@ async def test_unknown_logical_tool_and_uri_are_tool_not_found(stack: Stack) -> 
 @pytest.mark.parametrize(
     ("name", "details"),
     [
-        ("booking.cancel_booking", {"name": "booking.cancel_booking"}),
+        ("booking.forget_booking", {"name": "booking.forget_booking"}),
         ("Booking.Cancel", {}),
         ("<script>alert(1)</script>", {}),
         ("booking." + "x" * 5000 + "!", {}),
@@ -538,10 +538,11 @@ async def test_tool_annotations_are_honest_about_what_each_tool_reaches(stack: S
     assert hints == {
         "tool_catalog.search": read_only,
         "tool_catalog.read": read_only,
-        # It proxies the holds and confirmations: a write, reaching the payment service.
+        # It proxies holds, confirmations and cancellations: a destructive write, reaching the
+        # payment service.
         "tool_catalog.call": {
             "read_only_hint": False,
-            "destructive_hint": False,
+            "destructive_hint": True,
             "idempotent_hint": True,
             "open_world_hint": True,
         },

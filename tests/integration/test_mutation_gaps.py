@@ -21,9 +21,9 @@ from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
 from expert_booking.edge.error_texts import wire_details
+from expert_booking.policy import BookingPolicy
 from expert_booking.ports import SlotQuery
 from expert_booking.services import (
-    BookingPolicy,
     BookingService,
     ConfirmBooking,
     GetBooking,

@@ -522,7 +522,8 @@ async def test_migration_7_gives_every_earlier_booking_and_record_to_the_local_p
     _database_at(db_path, 6)
     held = make_booking("booking-held")
     columns = json.loads(booking_to_json(held))
-    del columns["owner"]
+    for later in ("owner", "history_json", "cancelled_at"):  # columns of migrations 7 and 8
+        del columns[later]
     with _raw(db_path) as connection:
         connection.execute(
             f"INSERT INTO bookings ({', '.join(columns)}) "  # noqa: S608 - test's own columns

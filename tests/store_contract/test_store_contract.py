@@ -22,6 +22,8 @@ from expert_booking.domain.model import (
     Customer,
     Payment,
     PaymentStatus,
+    Slot,
+    SlotChange,
 )
 from expert_booking.ports import (
     LOCAL_OWNER,
@@ -32,6 +34,7 @@ from expert_booking.ports import (
     IdempotencyRecord,
     SlotQuery,
     SlotSearchResult,
+    SlotStanding,
     Transaction,
 )
 from tests.fakes import (
@@ -172,6 +175,95 @@ async def test_a_refund_due_is_kept_by_updates_records_and_lists(store: BookingS
     listed, _ = await store.run(lambda tx: tx.list_bookings(EVERY, 0, 10))
     assert listed == [owed]
     assert (await store.peek_bookings(EVERY, 0, 10)).bookings == [owed]
+
+
+def _moved(booking: Booking, slot: Slot) -> Booking:
+    change = SlotChange(
+        booking.slot_id, booking.expert_id, booking.starts_at, booking.ends_at, T0 + timedelta(1)
+    )
+    return replace(
+        booking,
+        slot_id=slot.slot_id,
+        expert_id=slot.expert_id,
+        starts_at=slot.starts_at,
+        ends_at=slot.ends_at,
+        version=booking.version + 1,
+        history=(*booking.history, change),
+    )
+
+
+async def test_a_slot_lookup_says_whether_an_active_booking_has_the_slot(
+    store: BookingStore,
+) -> None:
+    await insert_bookings(
+        store,
+        make_booking("booking-a", slot_id="slot-ai-001"),
+        make_booking("booking-b", slot_id="slot-law-001", status=BookingStatus.CANCELLED),
+    )
+
+    def work(tx: Transaction) -> list[SlotStanding | None]:
+        return [tx.lookup_slot(slot) for slot in ("slot-ai-001", "slot-law-001", "slot-none")]
+
+    held, released, missing = await store.run(work)
+    assert held is not None
+    assert released is not None
+    assert (held.slot.slot_id, held.free, held.slot.price.amount) == (
+        "slot-ai-001",
+        False,
+        "500.00",
+    )
+    assert (released.slot.expert_id, released.free) == ("exp-law-001", True)
+    assert missing is None
+
+
+async def test_moving_a_booking_secures_the_new_slot_and_frees_the_old_in_one_step(
+    store: BookingStore,
+) -> None:
+    booking = make_confirmed_booking()
+    await insert_bookings(store, booking, make_booking("booking-b", slot_id="slot-law-001"))
+
+    def slots(tx: Transaction) -> list[Slot]:
+        found = [tx.lookup_slot(slot) for slot in ("slot-ai-002", "slot-law-001")]
+        return [standing.slot for standing in found if standing is not None]
+
+    free, taken = await store.run(slots)
+    with pytest.raises(BookingError) as excinfo:
+        await store.run(lambda tx: tx.update_booking(_moved(booking, taken), booking.version))
+    assert excinfo.value.code == "SLOT_UNAVAILABLE"
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == booking
+    moved = _moved(booking, free)
+    twice = _moved(moved, taken)
+
+    def move(tx: Transaction) -> tuple[Booking | None, bool, bool]:
+        tx.update_booking(moved, booking.version)
+        old, new = tx.lookup_slot(booking.slot_id), tx.lookup_slot(free.slot_id)
+        assert old is not None
+        assert new is not None
+        return tx.get_booking(booking.booking_id, owner=LOCAL_OWNER), old.free, new.free
+
+    assert await store.run(move) == (moved, True, False)
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == moved
+    with pytest.raises(BookingError):
+        await store.run(lambda tx: tx.update_booking(twice, moved.version))
+    restored = await store.run(lambda tx: tx.get_booking(booking.booking_id, owner=LOCAL_OWNER))
+    assert restored is not None
+    assert restored.history == moved.history
+
+
+async def test_a_cancelled_booking_round_trips_and_frees_its_slot(store: BookingStore) -> None:
+    booking = make_confirmed_booking()
+    cancelled = replace(
+        booking, status=BookingStatus.CANCELLED, version=3, cancelled_at=T0 + timedelta(hours=1)
+    )
+    await store.run(lambda tx: tx.insert_booking(booking))
+    await store.run(lambda tx: tx.update_booking(cancelled, booking.version))
+    assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == cancelled
+    record = IdempotencyRecord("booking.cancel_booking", "key-c", "fp", cancelled, None)
+    await store.run(lambda tx: tx.put_idempotency(record))
+    assert await store.run(
+        lambda tx: tx.get_idempotency("booking.cancel_booking", "key-c", owner=LOCAL_OWNER)
+    ) == (record)
+    await store.run(lambda tx: tx.insert_booking(make_booking("booking-new")))
 
 
 async def test_updating_a_missing_booking_is_not_found(store: BookingStore) -> None:

@@ -23,7 +23,7 @@ from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
-SEARCH, HOLD, CONFIRM, GET, LIST = LOGICAL_TOOLS
+SEARCH, HOLD, CONFIRM, GET, LIST, CANCEL, RESCHEDULE = LOGICAL_TOOLS
 
 # Realistic requests (agent or user phrasing) and the tool that should rank first.
 GOLDEN: list[tuple[str, str, str]] = [
@@ -161,6 +161,31 @@ HELD_OUT: list[tuple[str, str, str]] = [
     ("de", "alle meine Buchungen auflisten", LIST),
     ("de", "Welche Buchungen habe ich?", LIST),
     ("de", "Liste meiner bestätigten Reservierungen", LIST),
+    # booking.cancel_booking and booking.reschedule_booking: written before any keyword tuning
+    ("en", "cancel my appointment", CANCEL),
+    ("en", "I can't make it anymore, call off the consultation", CANCEL),
+    ("en", "please cancel the booking I confirmed yesterday and tell me about the refund", CANCEL),
+    ("en", "drop the slot I'm holding, I changed my mind", CANCEL),
+    ("en", "move my session to next Tuesday", RESCHEDULE),
+    ("en", "reschedule my confirmed booking to a later time", RESCHEDULE),
+    ("en", "can I change the time of my appointment to another slot", RESCHEDULE),
+    ("en", "postpone the consultation by a day", RESCHEDULE),
+    ("zh", "取消我的预约", CANCEL),
+    ("zh", "我不想去了，帮我把这个预约退掉", CANCEL),
+    ("zh", "把已确认的订单取消并退款", CANCEL),
+    ("zh", "帮我改一下预约时间", RESCHEDULE),
+    ("zh", "把我的咨询推迟到下周", RESCHEDULE),
+    ("zh", "能换到另一个时段吗", RESCHEDULE),
+    ("zh", "预约改期到明天下午", RESCHEDULE),
+    ("de", "Termin stornieren", CANCEL),
+    ("de", "Ich möchte meine Buchung absagen", CANCEL),
+    ("de", "Bitte die bestätigte Beratung stornieren und erstatten", CANCEL),
+    ("de", "Termin auf nächste Woche verschieben", RESCHEDULE),
+    ("de", "Kann ich meine Buchung auf einen anderen Zeitpunkt umbuchen?", RESCHEDULE),
+    ("de", "den Beratungstermin auf später verlegen", RESCHEDULE),
+    ("de", "Buchung zurücknehmen, ich brauche sie nicht mehr", CANCEL),
+    ("en", "I need a different time for my booked expert session", RESCHEDULE),
+    ("zh", "这个时间不行了，挪到周五", RESCHEDULE),
 ]
 
 
@@ -238,9 +263,11 @@ def test_cursor_pages_through_ranked_results(catalog: ToolCatalog) -> None:
     assert first["total"] == len(LOGICAL_TOOLS)
     assert first["nextCursor"] is not None
     second = catalog.search("", 3, first["nextCursor"]).data
-    names = [item["name"] for item in first["items"] + second["items"]]
+    assert second["nextCursor"] is not None
+    third = catalog.search("", 3, second["nextCursor"]).data
+    assert third["nextCursor"] is None
+    names = [item["name"] for item in first["items"] + second["items"] + third["items"]]
     assert names == list(LOGICAL_TOOLS)
-    assert second["nextCursor"] is None
 
 
 def test_a_cursor_is_bound_to_its_query(catalog: ToolCatalog) -> None:
@@ -346,7 +373,7 @@ def test_reading_past_the_end_gives_an_empty_page_that_says_so(catalog: ToolCata
 
 def test_reading_an_unknown_uri_is_tool_not_found(catalog: ToolCatalog) -> None:
     with pytest.raises(ToolNotFoundError) as excinfo:
-        catalog.read("tool://booking.cancel_booking", 0, 10)
+        catalog.read("tool://booking.forget_booking", 0, 10)
     assert excinfo.value.code == "TOOL_NOT_FOUND"
 
 
@@ -358,8 +385,8 @@ def test_an_unknown_uri_is_not_echoed_unless_it_has_a_tool_uri_shape(
         catalog.read(uri, 0, 10)
     assert excinfo.value.details == {}
     with pytest.raises(ToolNotFoundError) as excinfo:
-        catalog.read("tool://booking.cancel_booking", 0, 10)
-    assert excinfo.value.details == {"uri": "tool://booking.cancel_booking"}
+        catalog.read("tool://booking.forget_booking", 0, 10)
+    assert excinfo.value.details == {"uri": "tool://booking.forget_booking"}
 
 
 def test_tokenizer_folds_umlauts_both_ways_and_splits_identifiers() -> None:

@@ -134,6 +134,8 @@ def _snapshot() -> dict[str, Any]:
         },
         "refundDue": False,
         "confirmationIntent": {"intent": intent, "intentHash": _intent_hash(intent)},
+        "history": [],
+        "cancelledAt": None,
     }
 
 

@@ -57,9 +57,12 @@ def test_the_scope_of_a_call_is_the_scope_of_the_logical_tool_it_names():
 
 
 def test_tool_catalog_call_claims_only_what_every_tool_it_reaches_does():
-    assert call_hints() == ToolHints(read_only=False, destructive=False, idempotent=True)
+    # booking.cancel_booking and booking.reschedule_booking end or move a booking.
+    assert call_hints() == ToolHints(read_only=False, destructive=True, idempotent=True)
     reads = tuple(tool for tool in LOGICAL_TOOLS if tool.hints.read_only)
     assert call_hints(reads).read_only
+    keyed = tuple(tool for tool in LOGICAL_TOOLS if not tool.hints.destructive)
+    assert call_hints(keyed) == ToolHints(read_only=False, destructive=False, idempotent=True)
     destructive = replace(
         LOGICAL_TOOLS[0], hints=ToolHints(read_only=False, destructive=True, idempotent=False)
     )
@@ -113,6 +116,17 @@ def test_every_entry_maps_its_schema_valid_arguments_to_a_command(name: str) -> 
             "limit": 5,
             "status": ["HELD", "CONFIRMED"],
             "idempotencyKey": "0F8FAD5B-D9CB-469F-A165-70867728950E",
+        },
+        "booking.cancel_booking": {
+            "bookingId": "booking-1",
+            "expectedVersion": 2,
+            "idempotencyKey": "0F8FAD5B-D9CB-469F-A165-70867728950E",
+        },
+        "booking.reschedule_booking": {
+            "bookingId": "booking-1",
+            "newSlotId": "slot-ai-002",
+            "expectedVersion": 2,
+            "idempotencyKey": "0f8fad5b-d9cb-469f-a165-70867728950e",
         },
     }
     tool = BY_NAME[name]

@@ -23,6 +23,7 @@ from expert_booking.domain.model import (
     Payment,
     PaymentStatus,
     Slot,
+    SlotChange,
     format_instant,
     format_optional_instant,
     parse_instant,
@@ -51,6 +52,8 @@ BOOKING_COLUMN_NAMES = (
     "payment_currency",
     "paid_at",
     "refund_due",
+    "history_json",
+    "cancelled_at",
     "owner",
 )
 BOOKING_COLUMNS = ", ".join(BOOKING_COLUMN_NAMES)
@@ -123,6 +126,8 @@ def booking_params(booking: Booking) -> tuple[Any, ...]:
         payment.price.currency,
         format_optional_instant(payment.paid_at),
         1 if booking.refund_due else 0,
+        history_to_json(booking.history),
+        format_optional_instant(booking.cancelled_at),
         booking.owner,
     )
 
@@ -149,7 +154,41 @@ def booking_from_row(row: Columns) -> Booking:
             paid_at=optional_instant(row["paid_at"]),
         ),
         refund_due=bool(row["refund_due"]),
+        history=history_from_json(row["history_json"]),
+        cancelled_at=optional_instant(row["cancelled_at"]),
         owner=row["owner"],
+    )
+
+
+def history_to_json(history: tuple[SlotChange, ...]) -> str:
+    """The slots a booking was moved away from, oldest first, as a compact JSON array."""
+    return _ENCODER.encode(
+        [
+            {
+                "slot_id": change.slot_id,
+                "expert_id": change.expert_id,
+                "starts_at": format_instant(change.starts_at),
+                "ends_at": format_instant(change.ends_at),
+                "changed_at": format_instant(change.changed_at),
+            }
+            for change in history
+        ]
+    )
+
+
+def history_from_json(text: str) -> tuple[SlotChange, ...]:
+    """Inverse of :func:`history_to_json` (``"[]"``, the column's default, is no change)."""
+    if text == "[]":
+        return ()
+    return tuple(
+        SlotChange(
+            slot_id=entry["slot_id"],
+            expert_id=entry["expert_id"],
+            starts_at=stored_instant(entry["starts_at"]),
+            ends_at=stored_instant(entry["ends_at"]),
+            changed_at=stored_instant(entry["changed_at"]),
+        )
+        for entry in json.loads(text)
     )
 
 

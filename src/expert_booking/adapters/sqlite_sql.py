@@ -108,9 +108,19 @@ UPDATE_BOOKING = """
 UPDATE bookings SET
     slot_id = ?, expert_id = ?, starts_at = ?, ends_at = ?, customer_json = ?, status = ?,
     version = ?, held_at = ?, expires_at = ?, confirmed_at = ?, payment_page_url = ?,
-    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?, refund_due = ?
+    payment_status = ?, payment_amount = ?, payment_currency = ?, paid_at = ?, refund_due = ?,
+    history_json = ?, cancelled_at = ?
 WHERE booking_id = ? AND owner = ? AND version = ?
 """
+
+# A slot (joined with its expert) and whether no active booking has it: one row, or none.
+LOOKUP_SLOT = f"""
+SELECT {SLOT_COLUMNS},
+       NOT EXISTS (SELECT 1 FROM bookings AS b
+                   WHERE b.slot_id = s.slot_id AND b.status IN ({ACTIVE_STATUS_LIST})) AS free
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+WHERE s.slot_id = ?
+"""  # noqa: S608 - constant SQL fragments only, values are bound
 
 _TOKENS_ENCODER = json.JSONEncoder(ensure_ascii=False)
 

@@ -22,6 +22,7 @@ from expert_booking.adapters.sqlite_sql import (
     INSERT_BOOKING,
     LIST_BOOKINGS,
     LIST_COUNT,
+    LOOKUP_SLOT,
     NEXT_HOLD_EXPIRY,
     SEARCH_COUNT,
     SEARCH_PAGE,
@@ -38,7 +39,13 @@ from expert_booking.domain.errors import (
     VersionConflictError,
 )
 from expert_booking.domain.model import Booking, Slot, format_instant
-from expert_booking.ports import BookingListQuery, HoldLookup, IdempotencyRecord, SlotQuery
+from expert_booking.ports import (
+    BookingListQuery,
+    HoldLookup,
+    IdempotencyRecord,
+    SlotQuery,
+    SlotStanding,
+)
 
 logger = logging.getLogger("expert_booking.store")
 
@@ -92,6 +99,11 @@ class SqliteTransaction:
             record = _record(scope, key, row)
         slot = slot_from_row(row) if row["slot_id"] is not None else None
         return HoldLookup(record, slot, optional_instant(row["next_hold_expiry"]))
+
+    def lookup_slot(self, slot_id: str) -> SlotStanding | None:
+        """The slot and whether no HELD or CONFIRMED booking has it, or ``None``."""
+        rows = self._fetch(LOOKUP_SLOT, (slot_id,))
+        return SlotStanding(slot_from_row(rows[0]), bool(rows[0]["free"])) if rows else None
 
     def list_bookings(
         self, query: BookingListQuery, offset: int, limit: int

@@ -44,6 +44,7 @@ class ErrorCode(StrEnum):
     PAID_AFTER_EXPIRY = "PAID_AFTER_EXPIRY"
     RATE_LIMITED = "RATE_LIMITED"
     TOOL_DISABLED = "TOOL_DISABLED"
+    RESCHEDULE_PRICE_DIFFERS = "RESCHEDULE_PRICE_DIFFERS"
 
 
 class BookingError(Exception):
@@ -178,3 +179,9 @@ class ToolDisabledError(BookingError):
     """An operator switched the tool off (``details``: the tool's name and the reason)."""
 
     code = ErrorCode.TOOL_DISABLED
+
+
+class ReschedulePriceDiffersError(BookingError):
+    """The target slot's price or currency is not the booking's (differences are not charged)."""
+
+    code = ErrorCode.RESCHEDULE_PRICE_DIFFERS

@@ -9,6 +9,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from expert_booking.domain.intents import ActionIntent
 
 # Reused: json.dumps with options builds a new encoder per call.
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -22,6 +26,7 @@ class BookingStatus(StrEnum):
     EXPIRED = "EXPIRED"
     PAYMENT_FAILED = "PAYMENT_FAILED"
     PAYMENT_CLOSED = "PAYMENT_CLOSED"
+    CANCELLED = "CANCELLED"
 
 
 class PaymentStatus(StrEnum):
@@ -221,14 +226,27 @@ class HumanApproval:
     approval_id: str
     decision: str
     approved_at: datetime
-    intent: Intent
+    intent: Intent | ActionIntent
     intent_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SlotChange:
+    """A slot a booking held before a reschedule moved it, and when it moved."""
+
+    slot_id: str
+    expert_id: str
+    starts_at: datetime
+    ends_at: datetime
+    changed_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
 class Booking:
     """A booking of one slot by one customer; ``version`` grows with every state change.
 
+    ``history`` lists the slots a reschedule moved it away from, oldest first;
+    ``cancelled_at`` is set when it became CANCELLED.
     ``owner`` is the key of the principal that held it (``call_context.Principal.owner``):
     the store finds a booking only for its owner, so nobody else can read or change it.
     It never changes and is never shown on the wire.
@@ -250,6 +268,8 @@ class Booking:
     owner: str
     refund_due: bool = False
     """A refund is owed outside this server (paid, but the booking cannot stand)."""
+    history: tuple[SlotChange, ...] = ()
+    cancelled_at: datetime | None = None
 
     @property
     def intent(self) -> Intent:
@@ -271,6 +291,20 @@ class Booking:
         is version 1 only, issued by ``hold_slot`` at ``held_at``.
         """
         return self.held_at
+
+    @property
+    def last_changed_at(self) -> datetime:
+        """When the booking last reached the state it is in: hold, confirmation or reschedule.
+
+        The issue time of a cancel or reschedule intent (``domain.intents``): such an intent
+        describes the booking at its current version, which exists since this instant.
+        """
+        times = [self.held_at]
+        if self.confirmed_at is not None:
+            times.append(self.confirmed_at)
+        if self.history:
+            times.append(self.history[-1].changed_at)
+        return max(times)
 
     @property
     def confirmation_intent(self) -> ConfirmationIntent | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -17,10 +18,12 @@ from expert_booking.domain.errors import (
     PaymentMismatchError,
     PaymentPendingError,
 )
+from expert_booking.domain.intents import ActionIntent
 from expert_booking.domain.model import (
     Booking,
     BookingStatus,
     HumanApproval,
+    Intent,
     Payment,
     PaymentAnswer,
     PaymentStatus,
@@ -35,49 +38,81 @@ def check_approval(
     ttl: timedelta,
     skew: timedelta,
 ) -> None:
-    """Refuse unless a person approved exactly this booking, recently.
-
-    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), not dated before
-    the intent was issued (less ``skew``: a person cannot approve what did not exist yet), hash,
-    six fields.
+    """Refuse unless a person approved exactly this booking's confirmation intent, recently.
 
     Raises:
         HumanApprovalRequiredError, HumanApprovalRejectedError, HumanApprovalExpiredError,
         ApprovalIntentHashMismatchError, ApprovalIntentMismatchError.
     """
+    check_intent_approval(
+        approval,
+        booking.intent,
+        issued_at=booking.intent_issued_at,
+        now=now,
+        ttl=ttl,
+        skew=skew,
+        offer_intent=False,
+    )
+
+
+def check_intent_approval(
+    approval: HumanApproval | None,
+    current: Intent | ActionIntent,
+    *,
+    issued_at: datetime,
+    now: datetime,
+    ttl: timedelta,
+    skew: timedelta,
+    offer_intent: bool,
+) -> None:
+    """Refuse unless a person approved exactly ``current``, issued at ``issued_at``, recently.
+
+    Order: present, APPROVE, fresh (``ttl`` old at most, ``skew`` either way), not dated before
+    the intent was issued (less ``skew``: a person cannot approve what did not exist yet), hash,
+    fields. With ``offer_intent`` a missing approval's error carries the intent to show
+    (``details.intent``, ``details.intent_hash``): cancel and reschedule intents are issued
+    only that way.
+
+    Raises:
+        HumanApprovalRequiredError, HumanApprovalRejectedError, HumanApprovalExpiredError,
+        ApprovalIntentHashMismatchError, ApprovalIntentMismatchError.
+    """
+    booking_id = current.booking_id
     if approval is None:
-        raise HumanApprovalRequiredError(booking_id=booking.booking_id)
+        if offer_intent:
+            raise HumanApprovalRequiredError(
+                booking_id=booking_id, intent=current, intent_hash=current.digest()
+            )
+        raise HumanApprovalRequiredError(booking_id=booking_id)
     if approval.decision != "APPROVE":
-        raise HumanApprovalRejectedError(booking_id=booking.booking_id)
+        raise HumanApprovalRejectedError(booking_id=booking_id)
     if approval.approved_at > now + skew:
         raise HumanApprovalExpiredError(
-            "The approval is dated in the future.", booking_id=booking.booking_id, reason="FUTURE"
+            "The approval is dated in the future.", booking_id=booking_id, reason="FUTURE"
         )
     if now - approval.approved_at > ttl + skew:
         raise HumanApprovalExpiredError(
             "The approval is older than the approval lifetime.",
-            booking_id=booking.booking_id,
+            booking_id=booking_id,
             reason="STALE",
             approval_ttl_seconds=int(ttl.total_seconds()),
         )
-    issued_at = booking.intent_issued_at
     if approval.approved_at < issued_at - skew:
         raise HumanApprovalExpiredError(
             "The approval is dated before the server issued the intent it approves.",
-            booking_id=booking.booking_id,
+            booking_id=booking_id,
             reason="BEFORE_INTENT",
             intent_issued_at=issued_at,
         )
     if approval.intent.digest() != approval.intent_hash:
-        raise ApprovalIntentHashMismatchError(booking_id=booking.booking_id)
-    current = booking.intent
+        raise ApprovalIntentHashMismatchError(booking_id=booking_id)
     if approval.intent != current:
         fields = [
-            name
-            for name in ("booking_id", "slot_id", "starts_at", "amount", "currency", "version")
-            if getattr(approval.intent, name) != getattr(current, name)
+            field.name
+            for field in dataclasses.fields(current)
+            if getattr(approval.intent, field.name, None) != getattr(current, field.name)
         ]
-        raise ApprovalIntentMismatchError(booking_id=booking.booking_id, fields=fields)
+        raise ApprovalIntentMismatchError(booking_id=booking_id, fields=fields)
 
 
 def apply_payment(
@@ -96,22 +131,8 @@ def apply_payment(
             or with one outside that window (``details.fields`` names them).
         PaymentPendingError: the payment is still PENDING (nothing changes).
     """
+    check_payment_matches(booking, answer, skew=skew)
     price = booking.payment.price
-    mismatched = [
-        field
-        for field, ok in (
-            ("booking_id", answer.booking_id == booking.booking_id),
-            ("amount", answer.amount == price.amount),
-            ("currency", answer.currency == price.currency),
-            (
-                "paid_at",
-                answer.status is not PaymentStatus.PAID or _paid_in_window(booking, answer, skew),
-            ),
-        )
-        if not ok
-    ]
-    if mismatched:
-        raise PaymentMismatchError(booking_id=booking.booking_id, fields=mismatched)
     status = answer.status
     if status is PaymentStatus.PENDING:
         raise PaymentPendingError(
@@ -169,6 +190,30 @@ def record_paid_after_expiry(
         payment=replace(booking.payment, status=PaymentStatus.PAID, paid_at=answer.paid_at),
         refund_due=True,
     )
+
+
+def check_payment_matches(booking: Booking, answer: PaymentAnswer, *, skew: timedelta) -> None:
+    """Refuse an answer about another booking, amount or currency, or with a bad paid time.
+
+    Raises:
+        PaymentMismatchError: ``details.fields`` names what does not match.
+    """
+    price = booking.payment.price
+    mismatched = [
+        field
+        for field, ok in (
+            ("booking_id", answer.booking_id == booking.booking_id),
+            ("amount", answer.amount == price.amount),
+            ("currency", answer.currency == price.currency),
+            (
+                "paid_at",
+                answer.status is not PaymentStatus.PAID or _paid_in_window(booking, answer, skew),
+            ),
+        )
+        if not ok
+    ]
+    if mismatched:
+        raise PaymentMismatchError(booking_id=booking.booking_id, fields=mismatched)
 
 
 def _paid_in_window(booking: Booking, answer: PaymentAnswer, skew: timedelta) -> bool:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from expert_booking.domain.errors import BookingError, ErrorCode
+from expert_booking.domain.intents import ActionIntent
 from expert_booking.domain.model import format_instant
 
 
@@ -93,8 +94,9 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         "same call with the same idempotencyKey after a short wait, before expiresAt.",
     ),
     ErrorCode.HUMAN_APPROVAL_REQUIRED: ErrorText(
-        message="Confirmation needs a human approval of the exact intent.",
-        recovery="Show the user the booking's confirmationIntent and ask them to approve it; "
+        message="This action needs a human approval of the exact intent.",
+        recovery="Show the user the intent to approve (a confirmation: the booking's "
+        "confirmationIntent; a cancel or reschedule: details.intent) and ask them to approve it; "
         "send their approval as humanApproval.",
     ),
     ErrorCode.HUMAN_APPROVAL_REJECTED: ErrorText(
@@ -106,17 +108,18 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         "the intent it approves was issued).",
         recovery="The approval is too old, dated in the future, or dated before the server "
         "issued the intent it approves (details.reason STALE, FUTURE or BEFORE_INTENT); ask "
-        "the user to approve the current confirmationIntent again and send the fresh approval.",
+        "the user to approve the current intent again and send the fresh approval.",
     ),
     ErrorCode.APPROVAL_INTENT_HASH_MISMATCH: ErrorText(
         message="intentHash is not the SHA-256 of the approved intent.",
-        recovery="Copy intent and intentHash unchanged from the booking's confirmationIntent; "
-        "never rebuild or edit them.",
+        recovery="Copy intent and intentHash unchanged from the booking's confirmationIntent "
+        "(or details.intent of HUMAN_APPROVAL_REQUIRED); never rebuild or edit them.",
     ),
     ErrorCode.APPROVAL_INTENT_MISMATCH: ErrorText(
         message="The approved intent differs from the booking as it is now.",
         recovery="The approved intent is not the booking as it is now; read the booking with "
-        "booking.get_booking and ask the user to approve its current confirmationIntent.",
+        "booking.get_booking, call again without humanApproval for a cancel or reschedule, and "
+        "ask the user to approve the current intent.",
     ),
     ErrorCode.INVALID_STATE: ErrorText(
         message="The booking's status does not allow this action.",
@@ -155,6 +158,11 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         recovery="Nothing was run. Tell the user the tool is unavailable and why "
         "(details.reason); do not retry it until meta.disabledTools no longer lists it.",
     ),
+    ErrorCode.RESCHEDULE_PRICE_DIFFERS: ErrorText(
+        message="The new slot's price or currency differs from the booking's.",
+        recovery="Nothing was changed: this server charges no price differences. Offer the user "
+        "a free slot with the booking's amount and currency, or cancel and book anew.",
+    ),
 }
 
 
@@ -177,7 +185,9 @@ def wire_details(error: BookingError) -> dict[str, Any]:
     """
     shown: dict[str, Any] = {}
     for key, value in error.details.items():
-        if isinstance(value, datetime):
+        if isinstance(value, ActionIntent):
+            value = value.canonical_doc()  # noqa: PLW2901 - the shown form of the same value
+        elif isinstance(value, datetime):
             value = format_instant(value)  # noqa: PLW2901 - the shown form of the same value
         elif key == "fields":
             value = [camel_case(name) for name in value]  # noqa: PLW2901 - as above

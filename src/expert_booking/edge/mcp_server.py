@@ -65,7 +65,9 @@ keep it in context and do not read it again.
 3. tool_catalog.call - call it by name with arguments exactly as the schema describes (validated \
 strictly, never converted) and a requestSpanId UUID per user request.
 Flow: booking.search_available_slots -> booking.hold_slot -> the person approves -> the person \
-pays -> booking.confirm_booking; booking.get_booking reads the current state at any time.
+pays -> booking.confirm_booking; booking.get_booking reads the current state at any time. \
+booking.cancel_booking and booking.reschedule_booking answer HUMAN_APPROVAL_REQUIRED with \
+details.intent first: show it, and retry with the person's approval of it.
 Rules: a hold is not a booking; it expires at expiresAt. Show the person the exact \
 confirmationIntent (booking, expert, time, amount, currency, version) and copy intent and \
 intentHash unchanged into humanApproval; never build or edit them. Payment happens outside the \
@@ -79,8 +81,8 @@ INSTRUCTIONS = _INSTRUCTIONS.format(
 
 _DESCRIPTIONS = {
     CATALOG_SEARCH: (
-        "Step 1 of 3: find the logical tool for a task (search slots, hold one, confirm or read "
-        "a booking): items {name, uri, summary}, best first, then nextCursor."
+        "Step 1 of 3: find the logical tool for a task (search, hold, confirm, read, cancel or "
+        "move a booking): items {name, uri, summary}, best first, then nextCursor."
     ),
     CATALOG_READ: (
         "Step 2 of 3: read a logical tool's input schema page by page until next is null; keep "

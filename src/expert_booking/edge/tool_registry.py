@@ -19,7 +19,9 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from expert_booking.call_context import CallContext
+from expert_booking.cancellation import CancelBooking
 from expert_booking.domain.errors import InvalidArgumentsError
+from expert_booking.domain.intents import ActionIntent
 from expert_booking.domain.model import (
     Booking,
     BookingStatus,
@@ -31,6 +33,7 @@ from expert_booking.domain.model import (
 from expert_booking.edge import wire
 from expert_booking.edge.validation import json_pointer
 from expert_booking.ports import SlotQuery
+from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
     BookingPage,
     BookingService,
@@ -164,6 +167,51 @@ def list_command(args: Mapping[str, Any]) -> ListBookings:
     )
 
 
+def cancel_command(args: Mapping[str, Any]) -> CancelBooking:
+    """``booking.cancel_booking`` arguments as a command (``humanApproval`` may be absent)."""
+    approval = args.get("humanApproval")
+    return CancelBooking(
+        booking_id=args["bookingId"],
+        expected_version=args["expectedVersion"],
+        idempotency_key=args["idempotencyKey"],
+        human_approval=None if approval is None else _action_approval(approval),
+    )
+
+
+def reschedule_command(args: Mapping[str, Any]) -> RescheduleBooking:
+    """``booking.reschedule_booking`` arguments as a command (``humanApproval`` may be absent)."""
+    approval = args.get("humanApproval")
+    return RescheduleBooking(
+        booking_id=args["bookingId"],
+        new_slot_id=args["newSlotId"],
+        expected_version=args["expectedVersion"],
+        idempotency_key=args["idempotencyKey"],
+        human_approval=None if approval is None else _action_approval(approval),
+    )
+
+
+def _action_approval(approval: Mapping[str, Any]) -> HumanApproval:
+    """An approval of a cancel or reschedule intent (its strings compared exactly as sent)."""
+    intent = approval["intent"]
+    return HumanApproval(
+        approval_id=approval["approvalId"],
+        decision=approval["decision"],
+        approved_at=_instant(approval["approvedAt"], ["humanApproval", "approvedAt"]),
+        intent=ActionIntent(
+            action=intent["action"],
+            booking_id=intent["bookingId"],
+            slot_id=intent["slotId"],
+            starts_at=intent["startsAt"],
+            amount=intent["amount"],
+            currency=intent["currency"],
+            version=intent["version"],
+            new_slot_id=intent.get("newSlotId"),
+            new_starts_at=intent.get("newStartsAt"),
+        ),
+        intent_hash=approval["intentHash"],
+    )
+
+
 def _approval(approval: Mapping[str, Any]) -> HumanApproval:
     intent = approval["intent"]
     return HumanApproval(
@@ -221,6 +269,8 @@ def _slot_page(page: SlotPage) -> ToolOutput:
 _READ = ToolHints(read_only=True, destructive=False, idempotent=True)
 # Writes that an idempotencyKey makes safe to repeat; none undoes or overwrites anything.
 _KEYED_WRITE = ToolHints(read_only=False, destructive=False, idempotent=True)
+# Keyed writes that end or move what a person booked (cancel, reschedule): destructive.
+_KEYED_DESTRUCTIVE = ToolHints(read_only=False, destructive=True, idempotent=True)
 
 # Keywords: first the intent (verbs and the nouns that name the action), then the topic.
 # Matching runs on the index's own tokens (folded, lightly stemmed): one spelling per word.
@@ -321,6 +371,42 @@ LOGICAL_TOOLS: tuple[LogicalTool[Any, Any], ...] = (
         command=list_command,
         use_case=lambda core: core.list_bookings,
         render=_booking_page,
+    ),
+    LogicalTool(
+        name="booking.cancel_booking",
+        title="Cancel a held or confirmed booking",
+        intent_words=(
+            "cancel cancellation cancelled call off drop abort revoke withdraw refund release "
+            "undo no longer want "
+            "取消 撤销 退订 退掉 不要了 不去了 作废 退款 "
+            "stornieren Stornierung absagen Absage zurücktreten zurücknehmen widerrufen erstatten"
+        ),
+        topic_words="booking reservation appointment 预约 订单 Buchung Termin Reservierung",
+        input_schema="booking_cancel_booking_input",
+        result_schema="booking_snapshot",
+        hints=_KEYED_DESTRUCTIVE,
+        scope=WRITE_SCOPE,
+        command=cancel_command,
+        use_case=lambda core: core.cancel_booking,
+        render=_snapshot,
+    ),
+    LogicalTool(
+        name="booking.reschedule_booking",
+        title="Move a confirmed booking to another slot",
+        intent_words=(
+            "reschedule rescheduling move change postpone shift rebook another different "
+            "earlier later instead new date "
+            "改期 改时间 换时间 调整 推迟 提前 挪到 换到 改到 改约 "
+            "verschieben umbuchen verlegen ändern Umbuchung später früher anderen neuen"
+        ),
+        topic_words="booking slot time appointment 时段 时间 预约 Termin Buchung Zeitfenster",
+        input_schema="booking_reschedule_booking_input",
+        result_schema="booking_snapshot",
+        hints=_KEYED_DESTRUCTIVE,
+        scope=WRITE_SCOPE,
+        command=reschedule_command,
+        use_case=lambda core: core.reschedule_booking,
+        render=_snapshot,
     ),
 )
 

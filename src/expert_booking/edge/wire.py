@@ -53,6 +53,17 @@ def render_booking(booking: Booking) -> dict[str, Any]:
         "confirmationIntent": None
         if challenge is None
         else {"intent": render_intent(challenge.intent), "intentHash": challenge.intent_hash},
+        "history": [
+            {
+                "slotId": change.slot_id,
+                "expertId": change.expert_id,
+                "startsAt": format_instant(change.starts_at),
+                "endsAt": format_instant(change.ends_at),
+                "changedAt": format_instant(change.changed_at),
+            }
+            for change in booking.history
+        ],
+        "cancelledAt": _optional_text(booking.cancelled_at),
     }
 
 

@@ -1,0 +1,199 @@
+"""Use case ``booking.cancel_booking``: a HELD or CONFIRMED booking becomes CANCELLED.
+
+A hold is reversible: unless the person has paid, it is cancelled at once, without approval.
+Whether they paid is asked of the payment service first, read-only and between two
+transactions (as confirm does), since a person may pay on the page while the agent cancels.
+A paid hold or a confirmed booking is cancelled only with a fresh human approval of its
+CANCEL intent (``domain.intents``); the server never moves money, the snapshot states that a
+refund is owed. Idempotent like confirm: the outcome is stored under the key with the change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from expert_booking.call_context import CallContext
+from expert_booking.domain.errors import BookingError, BookingNotFoundError, InvalidStateError
+from expert_booking.domain.intents import cancel_intent
+from expert_booking.domain.lifecycle import CANCELLABLE, cancelled, changeable, is_paid
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    HumanApproval,
+    PaymentAnswer,
+    canonical_idempotency_key,
+)
+from expert_booking.domain.rules import (
+    check_intent_approval,
+    check_payment_matches,
+    payment_refusal,
+    record_paid_after_expiry,
+)
+from expert_booking.policy import BookingPolicy
+from expert_booking.ports import Clock, IdempotencyRecord, PaymentQueryPort, Transaction
+from expert_booking.replay import Writes, fingerprint, replay_outcome, unwrap
+
+logger = logging.getLogger("expert_booking.services")
+
+# Namespace of the stored idempotency records (on disk: never rename it).
+CANCEL_SCOPE = "booking.cancel_booking"
+
+
+@dataclass(frozen=True, slots=True)
+class CancelBooking:
+    """Cancel ``booking_id``; ``idempotency_key`` is kept in its canonical (lower-case) form."""
+
+    booking_id: str
+    expected_version: int
+    idempotency_key: str
+    human_approval: HumanApproval | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "idempotency_key", canonical_idempotency_key(self.idempotency_key))
+
+
+@dataclass(frozen=True, slots=True)
+class _PaymentNeeded:
+    """Transaction 1 found an unpaid-looking hold: ask the payment service before cancelling."""
+
+
+_ASK_PAYMENT = _PaymentNeeded()
+
+_Outcome = Booking | BookingError | _PaymentNeeded
+
+
+class Cancellation:
+    """Runs ``booking.cancel_booking`` on the service's transactions."""
+
+    def __init__(
+        self, *, writes: Writes, payments: PaymentQueryPort, clock: Clock, policy: BookingPolicy
+    ) -> None:
+        self._writes = writes
+        self._payments = payments
+        self._clock = clock
+        self._policy = policy
+
+    async def cancel_booking(self, command: CancelBooking, context: CallContext) -> Booking:
+        """Cancel a HELD or CONFIRMED booking (approval needed once the person paid).
+
+        Raises:
+            IdempotencyConflictError, BookingNotFoundError, InvalidStateError,
+            VersionConflictError, HumanApproval*Error, ApprovalIntent*Error,
+            PaymentUnavailableError, PaymentMismatchError.
+        """
+        digest = fingerprint(command)
+        owner = context.principal.owner
+        outcome = await self._transaction(command, owner, digest, asked=False, answer=None)
+        if not isinstance(outcome, _PaymentNeeded):
+            return unwrap(outcome)
+        # Outside any transaction: a slow payment service never holds the store lock.
+        answer = await self._payments.query_payment(command.booking_id, context.trace)
+        settled = await self._transaction(command, owner, digest, asked=True, answer=answer)
+        if isinstance(settled, _PaymentNeeded):  # only transaction 1 asks for the payment
+            msg = "cancel asked for the payment twice"
+            raise TypeError(msg)
+        return unwrap(settled)
+
+    async def _transaction(
+        self,
+        command: CancelBooking,
+        owner: str,
+        digest: str,
+        *,
+        asked: bool,
+        answer: PaymentAnswer | None,
+    ) -> _Outcome:
+        outcome, released, changed = await self._writes.run_write(
+            self._work(command, owner, digest, asked=asked, answer=answer)
+        )
+        self._writes.after_write(released=released, changed=changed)
+        return outcome
+
+    def _work(
+        self,
+        command: CancelBooking,
+        owner: str,
+        digest: str,
+        *,
+        asked: bool,
+        answer: PaymentAnswer | None,
+    ) -> Callable[[Transaction], tuple[_Outcome, int, bool]]:
+        key = command.idempotency_key
+
+        def work(tx: Transaction) -> tuple[_Outcome, int, bool]:
+            now = self._clock.now()
+            released = tx.release_overdue(now)
+            replayed = replay_outcome(
+                tx.get_idempotency(CANCEL_SCOPE, key, owner=owner), key, digest
+            )
+            if replayed is not None:
+                return replayed, released, False
+            outcome = self._cancel(tx, command, owner, digest, now, asked=asked, answer=answer)
+            # A payment after expiry is recorded too, but changes no slot: the cache stays.
+            return outcome, released, isinstance(outcome, Booking)
+
+        return work
+
+    def _cancel(
+        self,
+        tx: Transaction,
+        command: CancelBooking,
+        owner: str,
+        digest: str,
+        now: datetime,
+        *,
+        asked: bool,
+        answer: PaymentAnswer | None,
+    ) -> _Outcome:
+        """Re-read and re-check the booking, then cancel it (refusals returned, not raised)."""
+        booking = tx.get_booking(command.booking_id, owner=owner)
+        if booking is None:
+            return BookingNotFoundError(booking_id=command.booking_id)
+        owed = None
+        if answer is not None:
+            owed = record_paid_after_expiry(booking, answer, skew=self._policy.approval_skew)
+        if owed is not None:
+            # The hold expired while its payment was queried, and the person had paid: on
+            # record as confirm records it (refund due), reported as PAID_AFTER_EXPIRY.
+            logger.warning(
+                "paid after expiry: booking %s was paid after its hold expired; refund due",
+                booking.booking_id,
+            )
+            tx.update_booking(owed, expected_version=booking.version)
+            return payment_refusal(owed) or InvalidStateError(booking_id=booking.booking_id)
+        refusal = changeable(booking, command.expected_version, CANCELLABLE)
+        if refusal is not None:
+            return refusal
+        held = booking.status is BookingStatus.HELD
+        if held and not asked:
+            return _ASK_PAYMENT
+        try:
+            if held and answer is not None:
+                check_payment_matches(booking, answer, skew=self._policy.approval_skew)
+            if is_paid(booking, answer):
+                check_intent_approval(
+                    command.human_approval,
+                    cancel_intent(booking),
+                    issued_at=booking.last_changed_at,
+                    now=now,
+                    ttl=self._policy.approval_ttl,
+                    skew=self._policy.approval_skew,
+                    offer_intent=True,
+                )
+        except BookingError as exc:
+            return exc
+        done = cancelled(booking, now=now, answer=answer if held else None)
+        tx.update_booking(done, expected_version=booking.version)
+        tx.put_idempotency(
+            IdempotencyRecord(
+                scope=CANCEL_SCOPE,
+                key=command.idempotency_key,
+                fingerprint=digest,
+                booking=done,
+                error_code=None,
+            )
+        )
+        return done

@@ -1,0 +1,82 @@
+"""Idempotent writes: a command's fingerprint and the replay of a stored outcome.
+
+Every write use case (hold, confirm, cancel, reschedule) stores its committed outcome under
+``(scope, key)`` with the fingerprint of its arguments; a repeated key with the same
+fingerprint gets that outcome again, one with another fingerprint IDEMPOTENCY_CONFLICT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from expert_booking.domain.errors import (
+    BookingError,
+    IdempotencyConflictError,
+    InvalidStateError,
+)
+from expert_booking.domain.model import Booking, format_instant
+from expert_booking.domain.rules import payment_refusal
+from expert_booking.ports import IdempotencyRecord, Transaction
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T")
+
+
+class Writes(Protocol):
+    """How a use case runs a write transaction and tells the slot cache what it changed."""
+
+    async def run_write(self, work: Callable[[Transaction], T]) -> T:
+        """``BookingStore.run``, shielded from the caller's cancellation."""
+        ...
+
+    def after_write(self, *, released: int, changed: bool) -> None:
+        """Drop the slot-search cache when a transaction released or changed a booking."""
+        ...
+
+
+def replay_outcome(
+    record: IdempotencyRecord | None, key: str, fingerprint: str
+) -> Booking | BookingError | None:
+    """The stored outcome for a repeated idempotency key, or ``None`` for a first request."""
+    if record is None:
+        return None
+    if record.fingerprint != fingerprint:
+        return IdempotencyConflictError(idempotency_key=key)
+    if record.error_code is None:
+        return record.booking
+    return payment_refusal(record.booking) or InvalidStateError(
+        booking_id=record.booking.booking_id
+    )
+
+
+def release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
+    """Whether some HELD booking is overdue at ``now`` (so a release must run first)."""
+    return next_hold_expiry is not None and next_hold_expiry <= now
+
+
+def unwrap(outcome: Booking | BookingError) -> Booking:
+    """The booking, or raise the refusal."""
+    if isinstance(outcome, BookingError):
+        raise outcome
+    return outcome
+
+
+def fingerprint(command: DataclassInstance) -> str:
+    """Digest of a command's arguments; equal arguments give equal fingerprints."""
+    doc = dataclasses.asdict(command)
+    doc.pop("idempotency_key")
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    raise TypeError(type(value).__name__)

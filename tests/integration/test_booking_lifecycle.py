@@ -1,0 +1,532 @@
+"""Cancel and reschedule through the booking service, on SQLite and on the memory store fake.
+
+Every transition of the state diagram after the hold (NOTES.md) and its idempotency, the
+per-action intents (an approval of one kind is never accepted as another), and the races of
+issue 13: cancel vs confirm, reschedule vs a hold of the target, two reschedules, cancel vs
+expiry, and the cancel of a hold whose payment is completing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.cancellation import CancelBooking
+from expert_booking.domain.errors import BookingError, PaymentUnavailableError
+from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    HumanApproval,
+    PaymentStatus,
+    SlotChange,
+)
+from expert_booking.edge.error_texts import wire_details
+from expert_booking.ports import BookingStore
+from expert_booking.rescheduling import RescheduleBooking
+from expert_booking.services import (
+    BookingService,
+    ConfirmBooking,
+    GetBooking,
+    HoldSlot,
+    ListBookings,
+)
+from tests.fakes import CONTEXT, POLICY, FakePayments, MutableClock, answer, approval
+from tests.memory_store import MemoryBookingStore
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
+    if request.param == "memory":
+        yield MemoryBookingStore()
+        return
+    opened = await SqliteBookingStore.open(db_path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+def clock() -> MutableClock:
+    return MutableClock()
+
+
+@pytest.fixture
+def payments() -> FakePayments:
+    return FakePayments()
+
+
+@pytest.fixture
+def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
+    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+
+
+def _key() -> str:
+    return str(uuid.uuid4())
+
+
+async def _refusal(call: Awaitable[Any]) -> BookingError:
+    with anyio.fail_after(5), pytest.raises(BookingError) as excinfo:
+        await call
+    return excinfo.value
+
+
+def _action_approval(intent: ActionIntent, clock: MutableClock) -> HumanApproval:
+    return HumanApproval(
+        approval_id=str(uuid.uuid4()),
+        decision="APPROVE",
+        approved_at=clock.now(),
+        intent=intent,
+        intent_hash=intent.digest(),
+    )
+
+
+async def _hold(service: BookingService, slot_id: str = "slot-ai-001") -> Booking:
+    customer = Customer(name="Ada Lovelace", email="Ada@Example.com")
+    command = HoldSlot(slot_id=slot_id, customer=customer, idempotency_key=_key())
+    return await service.hold_slot(command, CONTEXT)
+
+
+async def _confirmed(
+    service: BookingService,
+    payments: FakePayments,
+    clock: MutableClock,
+    slot_id: str = "slot-ai-001",
+) -> Booking:
+    held = await _hold(service, slot_id)
+    clock.advance(10)
+    payments.script(held.booking_id, answer(held, "PAID", paid_at=clock.now()))
+    command = ConfirmBooking(
+        booking_id=held.booking_id,
+        expected_version=held.version,
+        idempotency_key=_key(),
+        human_approval=approval(held, clock.now()),
+    )
+    confirmed = await service.confirm_booking(command, CONTEXT)
+    assert confirmed.status is BookingStatus.CONFIRMED
+    clock.advance(10)
+    return confirmed
+
+
+def _cancel(
+    booking: Booking,
+    human_approval: HumanApproval | None = None,
+    *,
+    key: str | None = None,
+    expected_version: int | None = None,
+) -> CancelBooking:
+    return CancelBooking(
+        booking_id=booking.booking_id,
+        expected_version=booking.version if expected_version is None else expected_version,
+        idempotency_key=key or _key(),
+        human_approval=human_approval,
+    )
+
+
+def _reschedule(
+    booking: Booking,
+    new_slot_id: str,
+    human_approval: HumanApproval | None = None,
+    *,
+    key: str | None = None,
+) -> RescheduleBooking:
+    return RescheduleBooking(
+        booking_id=booking.booking_id,
+        new_slot_id=new_slot_id,
+        expected_version=booking.version,
+        idempotency_key=key or _key(),
+        human_approval=human_approval,
+    )
+
+
+async def _get(service: BookingService, booking: Booking) -> Booking:
+    return await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
+
+
+async def _slot_is_free(service: BookingService, slot_id: str) -> bool:
+    again = await _hold(service, slot_id)
+    return again.slot_id == slot_id
+
+
+# --- HELD -> CANCELLED ------------------------------------------------------------------------
+
+
+async def test_an_unpaid_hold_is_cancelled_at_once_without_approval_and_frees_its_slot(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, answer(held, "PENDING"))
+    clock.advance(5)
+    cancelled = await service.cancel_booking(_cancel(held), CONTEXT)
+    assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, 2)
+    assert cancelled.cancelled_at == clock.now()
+    assert (cancelled.payment, cancelled.refund_due) == (held.payment, False)
+    assert payments.queried_ids == [held.booking_id]
+    assert await _get(service, held) == cancelled
+    assert await _slot_is_free(service, "slot-ai-001")
+
+
+@pytest.mark.parametrize("status", ["FAILED", "CLOSED"])
+async def test_a_hold_whose_payment_ended_unpaid_is_cancelled_with_that_payment_status(
+    service: BookingService, payments: FakePayments, status: str
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, answer(held, status))
+    cancelled = await service.cancel_booking(_cancel(held), CONTEXT)
+    assert cancelled.status is BookingStatus.CANCELLED
+    assert (cancelled.payment.status, cancelled.refund_due) == (PaymentStatus(status), False)
+
+
+async def test_a_hold_the_person_has_paid_needs_a_cancel_approval_and_keeps_the_payment(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    clock.advance(20)
+    paid = answer(held, "PAID", paid_at=clock.now())
+    payments.script(held.booking_id, paid)
+    required = await _refusal(service.cancel_booking(_cancel(held), CONTEXT))
+    assert required.code == "HUMAN_APPROVAL_REQUIRED"
+    intent = cancel_intent(held)
+    assert required.details == {
+        "booking_id": held.booking_id,
+        "intent": intent,
+        "intent_hash": intent.digest(),
+    }
+    assert wire_details(required)["intent"] == {
+        "action": "CANCEL",
+        "amount": "500.00",
+        "bookingId": held.booking_id,
+        "currency": "CNY",
+        "slotId": "slot-ai-001",
+        "startsAt": "2030-09-02T02:00:00.000Z",
+        "version": 1,
+    }
+    assert (await _get(service, held)).status is BookingStatus.HELD
+    cancelled = await service.cancel_booking(
+        _cancel(held, _action_approval(intent, clock)), CONTEXT
+    )
+    assert cancelled.status is BookingStatus.CANCELLED
+    assert (cancelled.payment.status, cancelled.payment.paid_at) == (
+        PaymentStatus.PAID,
+        paid.paid_at,
+    )
+
+
+async def test_a_paid_answer_that_does_not_match_the_hold_changes_nothing(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, answer(held, "PAID", paid_at=clock.now(), amount="1.00"))
+    refused = await _refusal(service.cancel_booking(_cancel(held), CONTEXT))
+    assert refused.code == "PAYMENT_MISMATCH"
+    assert await _get(service, held) == held
+
+
+async def test_an_unreachable_payment_service_leaves_the_hold_as_it_was(
+    service: BookingService, payments: FakePayments
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, PaymentUnavailableError(booking_id=held.booking_id))
+    refused = await _refusal(service.cancel_booking(_cancel(held), CONTEXT))
+    assert (refused.code, refused.retryable) == ("PAYMENT_UNAVAILABLE", True)
+    assert await _get(service, held) == held
+
+
+# --- CONFIRMED -> CANCELLED -------------------------------------------------------------------
+
+
+async def test_a_confirmed_booking_is_cancelled_only_with_a_fresh_cancel_approval(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    queried = len(payments.calls)
+    required = await _refusal(service.cancel_booking(_cancel(confirmed), CONTEXT))
+    assert required.code == "HUMAN_APPROVAL_REQUIRED"
+    intent = required.details["intent"]
+    assert intent == cancel_intent(confirmed)
+    assert required.details["intent_hash"] == intent.digest()
+    cancelled = await service.cancel_booking(
+        _cancel(confirmed, _action_approval(intent, clock)), CONTEXT
+    )
+    assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, confirmed.version + 1)
+    assert (cancelled.payment, cancelled.refund_due) == (confirmed.payment, True)
+    assert cancelled.confirmed_at == confirmed.confirmed_at
+    assert len(payments.calls) == queried  # a confirmed booking's payment is known
+    assert await _slot_is_free(service, "slot-ai-001")
+
+
+async def test_a_confirmation_approval_is_never_accepted_as_a_cancel_approval(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    v1 = approval(confirmed, clock.now())  # the v1 confirmation intent of the same booking
+    refused = await _refusal(service.cancel_booking(_cancel(confirmed, v1), CONTEXT))
+    assert refused.code == "APPROVAL_INTENT_MISMATCH"
+    assert "action" in refused.details["fields"]
+    assert (await _get(service, confirmed)).status is BookingStatus.CONFIRMED
+
+
+async def test_a_reschedule_approval_is_never_accepted_as_a_cancel_approval_nor_back(
+    store: BookingStore, service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    target = await store.run(lambda tx: tx.lookup_slot("slot-ai-002"))
+    assert target is not None
+    moved = _action_approval(reschedule_intent(confirmed, target.slot), clock)
+    refused = await _refusal(service.cancel_booking(_cancel(confirmed, moved), CONTEXT))
+    assert refused.code == "APPROVAL_INTENT_MISMATCH"
+    assert {"action", "new_slot_id", "new_starts_at"} <= set(refused.details["fields"])
+    cancel = _action_approval(cancel_intent(confirmed), clock)
+    refused = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-ai-002", cancel), CONTEXT)
+    )
+    assert refused.code == "APPROVAL_INTENT_MISMATCH"
+    assert await _get(service, confirmed) == confirmed
+
+
+async def test_a_cancel_approval_dated_before_the_booking_last_changed_is_before_intent(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    assert confirmed.confirmed_at is not None
+    early = replace(
+        _action_approval(cancel_intent(confirmed), clock),
+        approved_at=confirmed.confirmed_at - POLICY.approval_skew - timedelta(seconds=1),
+    )
+    refused = await _refusal(service.cancel_booking(_cancel(confirmed, early), CONTEXT))
+    assert (refused.code, refused.details["reason"]) == ("HUMAN_APPROVAL_EXPIRED", "BEFORE_INTENT")
+    assert refused.details["intent_issued_at"] == confirmed.confirmed_at
+    clock.advance(POLICY.approval_ttl.total_seconds() + POLICY.approval_skew.total_seconds() + 1)
+    stale = replace(early, approved_at=confirmed.confirmed_at)
+    refused = await _refusal(service.cancel_booking(_cancel(confirmed, stale), CONTEXT))
+    assert (refused.code, refused.details["reason"]) == ("HUMAN_APPROVAL_EXPIRED", "STALE")
+
+
+async def test_a_rejected_or_edited_cancel_approval_changes_nothing(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    intent = cancel_intent(confirmed)
+    rejected = replace(_action_approval(intent, clock), decision="REJECT")
+    assert (await _refusal(service.cancel_booking(_cancel(confirmed, rejected), CONTEXT))).code == (
+        "HUMAN_APPROVAL_REJECTED"
+    )
+    edited = replace(_action_approval(intent, clock), intent=replace(intent, amount="1.00"))
+    assert (await _refusal(service.cancel_booking(_cancel(confirmed, edited), CONTEXT))).code == (
+        "APPROVAL_INTENT_HASH_MISMATCH"
+    )
+    assert await _get(service, confirmed) == confirmed
+
+
+# --- other statuses, versions, idempotency ----------------------------------------------------
+
+
+@pytest.mark.parametrize("final", ["EXPIRED", "PAYMENT_FAILED", "CANCELLED"])
+async def test_a_final_booking_cannot_be_cancelled(
+    service: BookingService, payments: FakePayments, clock: MutableClock, final: str
+) -> None:
+    held = await _hold(service)
+    if final == "EXPIRED":
+        clock.advance(POLICY.hold_ttl.total_seconds())
+    elif final == "PAYMENT_FAILED":
+        payments.script(held.booking_id, answer(held, "FAILED"))
+        command = ConfirmBooking(held.booking_id, 1, _key(), approval(held, clock.now()))
+        await _refusal(service.confirm_booking(command, CONTEXT))
+    else:
+        payments.script(held.booking_id, answer(held, "PENDING"))
+        await service.cancel_booking(_cancel(held), CONTEXT)
+    now = await _get(service, held)
+    assert now.status is BookingStatus(final)
+    refused = await _refusal(service.cancel_booking(_cancel(now), CONTEXT))
+    assert (refused.code, refused.details["status"]) == ("INVALID_STATE", final)
+
+
+async def test_cancel_with_a_stale_version_is_a_version_conflict(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    refused = await _refusal(
+        service.cancel_booking(_cancel(confirmed, expected_version=1), CONTEXT)
+    )
+    assert refused.code == "VERSION_CONFLICT"
+    missing = replace(confirmed, booking_id="booking-none")
+    assert (await _refusal(service.cancel_booking(_cancel(missing), CONTEXT))).code == (
+        "BOOKING_NOT_FOUND"
+    )
+
+
+async def test_a_repeated_cancel_key_replays_the_outcome_and_changes_nothing_again(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    key = "0F8FAD5B-D9CB-469F-A165-70867728950E"
+    command = _cancel(confirmed, _action_approval(cancel_intent(confirmed), clock), key=key)
+    first = await service.cancel_booking(command, CONTEXT)
+    clock.advance(30)  # the approval is stale by now: a replay does not judge it again
+    again = await service.cancel_booking(replace(command, idempotency_key=key.lower()), CONTEXT)
+    assert again == first
+    conflict = await _refusal(service.cancel_booking(replace(command, expected_version=9), CONTEXT))
+    assert conflict.code == "IDEMPOTENCY_CONFLICT"
+    listed = await service.list_bookings(
+        ListBookings(limit=5, idempotency_key=key.lower()), CONTEXT
+    )
+    assert [booking.booking_id for booking in listed.bookings] == [confirmed.booking_id]
+
+
+# --- CONFIRMED -> CONFIRMED (rescheduled) ----------------------------------------------------
+
+
+async def test_a_confirmed_booking_moves_in_place_after_a_reschedule_approval(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    required = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-ai-002"), CONTEXT)
+    )
+    assert required.code == "HUMAN_APPROVAL_REQUIRED"
+    intent = required.details["intent"]
+    assert wire_details(required)["intent"] == {
+        "action": "RESCHEDULE",
+        "amount": "500.00",
+        "bookingId": confirmed.booking_id,
+        "currency": "CNY",
+        "newSlotId": "slot-ai-002",
+        "newStartsAt": "2030-09-03T02:00:00.000Z",
+        "slotId": "slot-ai-001",
+        "startsAt": "2030-09-02T02:00:00.000Z",
+        "version": confirmed.version,
+    }
+    moved = await service.reschedule_booking(
+        _reschedule(confirmed, "slot-ai-002", _action_approval(intent, clock)), CONTEXT
+    )
+    assert (moved.booking_id, moved.payment, moved.status) == (
+        confirmed.booking_id,
+        confirmed.payment,
+        BookingStatus.CONFIRMED,
+    )
+    assert (moved.slot_id, moved.version) == ("slot-ai-002", confirmed.version + 1)
+    assert moved.history == (
+        SlotChange(
+            slot_id="slot-ai-001",
+            expert_id=confirmed.expert_id,
+            starts_at=confirmed.starts_at,
+            ends_at=confirmed.ends_at,
+            changed_at=clock.now(),
+        ),
+    )
+    assert await _get(service, confirmed) == moved
+    assert await _slot_is_free(service, "slot-ai-001")
+    assert (await _refusal(_hold(service, "slot-ai-002"))).code == "SLOT_UNAVAILABLE"
+
+
+async def test_two_reschedules_keep_both_previous_slots_and_issue_intents_from_the_last_move(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    first = await service.reschedule_booking(
+        _reschedule(
+            confirmed,
+            "slot-ai-002",
+            _action_approval(
+                (
+                    await _refusal(
+                        service.reschedule_booking(_reschedule(confirmed, "slot-ai-002"), CONTEXT)
+                    )
+                ).details["intent"],
+                clock,
+            ),
+        ),
+        CONTEXT,
+    )
+    clock.advance(10)
+    back = await _refusal(service.reschedule_booking(_reschedule(first, "slot-ai-001"), CONTEXT))
+    early = replace(
+        _action_approval(back.details["intent"], clock),
+        approved_at=clock.now() - timedelta(seconds=10 + 6),
+    )
+    refused = await _refusal(
+        service.reschedule_booking(_reschedule(first, "slot-ai-001", early), CONTEXT)
+    )
+    assert refused.details.get("reason") == "BEFORE_INTENT"
+    second = await service.reschedule_booking(
+        _reschedule(first, "slot-ai-001", _action_approval(back.details["intent"], clock)), CONTEXT
+    )
+    assert [change.slot_id for change in second.history] == ["slot-ai-001", "slot-ai-002"]
+    assert second.version == confirmed.version + 2
+    assert second.last_changed_at == clock.now()
+
+
+@pytest.mark.parametrize(
+    ("target", "code"),
+    [
+        ("slot-law-001", "RESCHEDULE_PRICE_DIFFERS"),
+        ("slot-none", "SLOT_NOT_FOUND"),
+        ("slot-ai-001", "SLOT_UNAVAILABLE"),
+    ],
+)
+async def test_a_reschedule_to_a_slot_it_cannot_have_is_refused_before_any_approval(
+    service: BookingService, payments: FakePayments, clock: MutableClock, target: str, code: str
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    refused = await _refusal(service.reschedule_booking(_reschedule(confirmed, target), CONTEXT))
+    assert refused.code == code
+    assert await _get(service, confirmed) == confirmed
+
+
+async def test_a_reschedule_to_a_taken_or_started_slot_is_slot_unavailable(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    await _hold(service, "slot-ai-002")
+    refused = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-ai-002"), CONTEXT)
+    )
+    assert refused.code == "SLOT_UNAVAILABLE"
+    other = await _confirmed(service, payments, clock, "slot-fin-001")
+    clock.set(other.starts_at.replace(day=6, hour=6))
+    refused = await _refusal(
+        service.reschedule_booking(_reschedule(other, "slot-fin-002"), CONTEXT)
+    )
+    assert (refused.code, refused.message) == ("SLOT_UNAVAILABLE", "The slot has already started.")
+
+
+async def test_only_a_confirmed_booking_can_be_rescheduled(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    refused = await _refusal(service.reschedule_booking(_reschedule(held, "slot-ai-002"), CONTEXT))
+    assert (refused.code, refused.details["status"]) == ("INVALID_STATE", "HELD")
+
+
+async def test_a_repeated_reschedule_key_replays_the_move(
+    store: BookingStore, service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    lookup = await store.run(lambda tx: tx.lookup_slot("slot-ai-002"))
+    assert lookup is not None
+    command = _reschedule(
+        confirmed, "slot-ai-002", _action_approval(reschedule_intent(confirmed, lookup.slot), clock)
+    )
+    first = await service.reschedule_booking(command, CONTEXT)
+    assert await service.reschedule_booking(command, CONTEXT) == first
+    assert (await _get(service, confirmed)).version == first.version
+    conflict = await _refusal(
+        service.reschedule_booking(replace(command, new_slot_id="slot-ai-001"), CONTEXT)
+    )
+    assert conflict.code == "IDEMPOTENCY_CONFLICT"
+    listed = await service.list_bookings(
+        ListBookings(limit=5, idempotency_key=command.idempotency_key), CONTEXT
+    )
+    assert [booking.version for booking in listed.bookings] == [first.version]

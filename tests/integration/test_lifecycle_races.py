@@ -1,0 +1,332 @@
+"""Races of a booking's later life, on SQLite and on the memory store fake.
+
+Each race pins one interleaving with a payment query held open (``GatedPayments``) or runs the
+rivals concurrently; whatever the order, the store keeps one active booking per slot and every
+loser is told why (VERSION_CONFLICT, SLOT_UNAVAILABLE, INVALID_STATE) with nothing changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.cancellation import CancelBooking
+from expert_booking.domain.errors import BookingError
+from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Customer,
+    HumanApproval,
+    PaymentAnswer,
+    PaymentStatus,
+)
+from expert_booking.ports import BookingStore, TraceContext
+from expert_booking.rescheduling import RescheduleBooking
+from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
+from tests.fakes import CONTEXT, POLICY, MutableClock, answer, approval
+from tests.memory_store import MemoryBookingStore
+
+pytestmark = pytest.mark.anyio
+
+DEADLINE_S = 10
+
+
+class GatedPayments:
+    """A payment port whose answers a test releases one by one (a query held in flight)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, PaymentAnswer] = {}
+        self.gates: dict[str, asyncio.Event] = {}
+        self.asked: dict[str, asyncio.Event] = {}
+
+    def hold_open(self, booking_id: str) -> None:
+        self.gates[booking_id] = asyncio.Event()
+        self.asked[booking_id] = asyncio.Event()
+
+    async def query_payment(self, booking_id: str, trace: TraceContext) -> PaymentAnswer:
+        gate = self.gates.pop(booking_id, None)
+        if gate is not None:
+            self.asked.pop(booking_id).set()
+            await gate.wait()
+        return self.answers[booking_id]
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
+    if request.param == "memory":
+        yield MemoryBookingStore()
+        return
+    opened = await SqliteBookingStore.open(db_path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+def clock() -> MutableClock:
+    return MutableClock()
+
+
+@pytest.fixture
+def payments() -> GatedPayments:
+    return GatedPayments()
+
+
+@pytest.fixture
+def service(store: BookingStore, clock: MutableClock, payments: GatedPayments) -> BookingService:
+    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+
+
+def _key() -> str:
+    return str(uuid.uuid4())
+
+
+async def _outcome(call: Awaitable[Booking]) -> Booking | str:
+    try:
+        with anyio.fail_after(DEADLINE_S):
+            return await call
+    except BookingError as exc:
+        return exc.code
+
+
+def _approve(intent: ActionIntent, clock: MutableClock) -> HumanApproval:
+    return HumanApproval(str(uuid.uuid4()), "APPROVE", clock.now(), intent, intent.digest())
+
+
+async def _hold(service: BookingService, slot_id: str = "slot-ai-001") -> Booking:
+    customer = Customer(name="Ada Lovelace", email="Ada@Example.com")
+    return await service.hold_slot(HoldSlot(slot_id, customer, _key()), CONTEXT)
+
+
+def _confirm(held: Booking, clock: MutableClock) -> ConfirmBooking:
+    return ConfirmBooking(held.booking_id, held.version, _key(), approval(held, clock.now()))
+
+
+async def _confirmed(
+    service: BookingService, payments: GatedPayments, clock: MutableClock, slot_id: str
+) -> Booking:
+    held = await _hold(service, slot_id)
+    payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    return await service.confirm_booking(_confirm(held, clock), CONTEXT)
+
+
+async def _get(service: BookingService, booking: Booking) -> Booking:
+    return await service.get_booking(GetBooking(booking.booking_id), CONTEXT)
+
+
+async def _run_while_held_open(
+    payments: GatedPayments, booking_id: str, first: Awaitable[Booking], then: Awaitable[Any]
+) -> tuple[Booking | str, Any]:
+    """Start ``first`` until it queries payment, run ``then`` to its end, let ``first`` finish."""
+    payments.hold_open(booking_id)
+    asked = payments.asked[booking_id]
+    gate = payments.gates[booking_id]
+    pending = asyncio.ensure_future(_outcome(first))
+    with anyio.fail_after(DEADLINE_S):
+        await asked.wait()
+    second = await then
+    gate.set()
+    with anyio.fail_after(DEADLINE_S):
+        return await pending, second
+
+
+async def test_a_confirm_that_lands_while_a_cancel_queries_payment_wins(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    cancel = CancelBooking(held.booking_id, held.version, _key(), None)
+    cancelled, confirmed = await _run_while_held_open(
+        payments,
+        held.booking_id,
+        service.cancel_booking(cancel, CONTEXT),
+        _outcome(service.confirm_booking(_confirm(held, clock), CONTEXT)),
+    )
+    assert isinstance(confirmed, Booking)
+    assert confirmed.status is BookingStatus.CONFIRMED
+    assert cancelled == "VERSION_CONFLICT"
+    assert await _get(service, held) == confirmed
+
+
+async def test_a_cancel_that_lands_while_a_confirm_queries_payment_wins(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    cancel = CancelBooking(held.booking_id, held.version, _key(), None)
+
+    async def cancel_now() -> Booking | str:
+        # The confirm's own query is held open; the cancel's query answers at once (PENDING).
+        return await _outcome(service.cancel_booking(cancel, CONTEXT))
+
+    confirmed, cancelled = await _run_while_held_open(
+        payments,
+        held.booking_id,
+        service.confirm_booking(_confirm(held, clock), CONTEXT),
+        cancel_now(),
+    )
+    assert isinstance(cancelled, Booking)
+    assert cancelled.status is BookingStatus.CANCELLED
+    assert confirmed == "VERSION_CONFLICT"
+    assert await _get(service, held) == cancelled
+
+
+async def test_a_hold_that_expires_while_its_cancel_queries_payment_is_not_cancelled(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    cancel = CancelBooking(held.booking_id, held.version, _key(), None)
+
+    async def expire() -> None:
+        clock.set(held.expires_at)
+
+    refused, _ = await _run_while_held_open(
+        payments, held.booking_id, service.cancel_booking(cancel, CONTEXT), expire()
+    )
+    assert refused == "INVALID_STATE"
+    after = await _get(service, held)
+    assert (after.status, after.version) == (BookingStatus.EXPIRED, 2)
+    late = await _outcome(
+        service.cancel_booking(CancelBooking(held.booking_id, 2, _key(), None), CONTEXT)
+    )
+    assert late == "INVALID_STATE"
+    assert (await _hold(service)).status is BookingStatus.HELD  # the slot was released
+
+
+async def test_a_hold_paid_while_the_cancel_is_under_way_needs_an_approval_then_owes_a_refund(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+
+    async def person_pays() -> None:
+        clock.advance(30)
+        payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+
+    cancel = CancelBooking(held.booking_id, held.version, _key(), None)
+    refused, _ = await _run_while_held_open(
+        payments, held.booking_id, service.cancel_booking(cancel, CONTEXT), person_pays()
+    )
+    assert refused == "HUMAN_APPROVAL_REQUIRED"
+    assert await _get(service, held) == held
+    approved = CancelBooking(
+        held.booking_id, held.version, _key(), _approve(cancel_intent(held), clock)
+    )
+    cancelled = await service.cancel_booking(approved, CONTEXT)
+    assert (cancelled.status, cancelled.payment.status, cancelled.refund_due) == (
+        BookingStatus.CANCELLED,
+        PaymentStatus.PAID,
+        True,
+    )
+
+
+async def test_a_reschedule_and_holds_of_its_target_slot_leave_one_winner(
+    service: BookingService, payments: GatedPayments, clock: MutableClock, store: BookingStore
+) -> None:
+    confirmed = await _confirmed(service, payments, clock, "slot-ai-001")
+    target = await store.run(lambda tx: tx.lookup_slot("slot-ai-002"))
+    assert target is not None
+    move = RescheduleBooking(
+        confirmed.booking_id,
+        "slot-ai-002",
+        confirmed.version,
+        _key(),
+        _approve(reschedule_intent(confirmed, target.slot), clock),
+    )
+    rivals = [_outcome(_hold(service, "slot-ai-002")) for _ in range(5)]
+    outcomes = await asyncio.gather(
+        *rivals[:2], _outcome(service.reschedule_booking(move, CONTEXT)), *rivals[2:]
+    )
+    winners = [outcome for outcome in outcomes if isinstance(outcome, Booking)]
+    assert len(winners) == 1
+    assert [o for o in outcomes if not isinstance(o, Booking)] == ["SLOT_UNAVAILABLE"] * 5
+    after = await _get(service, confirmed)
+    moved = winners[0].booking_id == confirmed.booking_id
+    assert after.slot_id == ("slot-ai-002" if moved else "slot-ai-001")
+    assert len(after.history) == (1 if moved else 0)
+
+
+async def test_two_reschedules_of_one_booking_move_it_once(
+    service: BookingService, payments: GatedPayments, clock: MutableClock, store: BookingStore
+) -> None:
+    confirmed = await _confirmed(service, payments, clock, "slot-fin-001")
+    target = await store.run(lambda tx: tx.lookup_slot("slot-fin-002"))
+    assert target is not None
+    intent = reschedule_intent(confirmed, target.slot)
+    moves = [
+        RescheduleBooking(
+            confirmed.booking_id, "slot-fin-002", confirmed.version, _key(), _approve(intent, clock)
+        )
+        for _ in range(2)
+    ]
+    first, second = await asyncio.gather(
+        *(_outcome(service.reschedule_booking(move, CONTEXT)) for move in moves)
+    )
+    outcomes = sorted([first, second], key=lambda o: isinstance(o, Booking))
+    assert outcomes[0] == "VERSION_CONFLICT"
+    assert isinstance(outcomes[1], Booking)
+    after = await _get(service, confirmed)
+    assert (after.slot_id, after.version, len(after.history)) == (
+        "slot-fin-002",
+        confirmed.version + 1,
+        1,
+    )
+
+
+async def test_a_cancel_and_a_reschedule_of_one_booking_let_one_through(
+    service: BookingService, payments: GatedPayments, clock: MutableClock, store: BookingStore
+) -> None:
+    confirmed = await _confirmed(service, payments, clock, "slot-law-001")
+    target = await store.run(lambda tx: tx.lookup_slot("slot-law-002"))
+    assert target is not None
+    move = RescheduleBooking(
+        confirmed.booking_id,
+        "slot-law-002",
+        confirmed.version,
+        _key(),
+        _approve(reschedule_intent(confirmed, target.slot), clock),
+    )
+    cancel = CancelBooking(
+        confirmed.booking_id, confirmed.version, _key(), _approve(cancel_intent(confirmed), clock)
+    )
+    outcomes = await asyncio.gather(
+        _outcome(service.reschedule_booking(move, CONTEXT)),
+        _outcome(service.cancel_booking(cancel, CONTEXT)),
+    )
+    assert sorted(o if isinstance(o, str) else "ok" for o in outcomes) == ["VERSION_CONFLICT", "ok"]
+    after = await _get(service, confirmed)
+    assert after.version == confirmed.version + 1
+
+
+async def test_a_hold_paid_that_expires_while_its_cancel_queries_payment_owes_a_refund(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    clock.advance(60)
+    payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    cancel = CancelBooking(held.booking_id, held.version, _key(), None)
+
+    async def expire() -> None:
+        clock.set(held.expires_at)
+
+    refused, _ = await _run_while_held_open(
+        payments, held.booking_id, service.cancel_booking(cancel, CONTEXT), expire()
+    )
+    assert refused == "PAID_AFTER_EXPIRY"
+    after = await _get(service, held)
+    assert (after.status, after.payment.status, after.refund_due) == (
+        BookingStatus.EXPIRED,
+        PaymentStatus.PAID,
+        True,
+    )
+    assert after.version == 3  # expired (2), then the payment on record (3)
