@@ -32,19 +32,17 @@ class _GatedStore:
         self.inner = inner
         self.outcome = outcome
         self.gate = anyio.Event()
-        self.finished = anyio.Event()
+        self.task: asyncio.Task[Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     async def run(self, work: Callable[[Transaction], T]) -> T:
-        try:
-            await self.gate.wait()
-            if self.outcome is not None:
-                raise self.outcome
-            return await self.inner.run(work)
-        finally:
-            self.finished.set()
+        self.task = asyncio.current_task()
+        await self.gate.wait()
+        if self.outcome is not None:
+            raise self.outcome
+        return await self.inner.run(work)
 
 
 async def _errors_after_a_cancelled_hold(
@@ -62,11 +60,11 @@ async def _errors_after_a_cancelled_hold(
                 await anyio.wait_all_tasks_blocked()
                 scope.cancel()
         assert scope.cancelled_caught
+        assert store.task is not None
         store.gate.set()
-        await store.finished.wait()
-        # The shielded transaction's task ends, then its done-callbacks run: two loop turns.
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        # A task's done-callbacks run in the order they were added: the service added its own
+        # at the cancellation, before asyncio.wait adds the one that wakes us, so it has run.
+        await asyncio.wait([store.task])
     return [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
