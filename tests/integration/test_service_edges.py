@@ -278,3 +278,19 @@ async def test_refused_holds_and_confirms_keep_the_slot_page_cache(
     refused = await _refused(service.confirm_booking(_confirm(held, None), CONTEXT))
     assert refused.code == "HUMAN_APPROVAL_REQUIRED"
     assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+
+
+async def test_holds_refused_without_a_write_keep_the_slot_page_cache(
+    service: BookingService, clock: MutableClock
+) -> None:
+    """An unknown or already started slot is refused as a value (the transaction commits, with
+    no change and no release): the cached pages stay valid, so the next search is a hit."""
+    query = SearchSlots(ALL, 10)
+    assert not (await service.search_available_slots(query, CONTEXT)).cache_hit
+    assert (await _refused(_hold(service, "slot-none"))).code == "SLOT_NOT_FOUND"
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+    clock.set(SLOT_AI_001_STARTS_AT)  # the page listing slot-ai-001 ends here
+    assert not (await service.search_available_slots(query, CONTEXT)).cache_hit
+    started = await _refused(_hold(service, "slot-ai-001"))
+    assert (started.code, started.message) == ("SLOT_UNAVAILABLE", "The slot has already started.")
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
