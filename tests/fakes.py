@@ -191,6 +191,18 @@ def make_slot(starts_at: datetime = SLOT_AI_001_STARTS_AT) -> Slot:
     )
 
 
+SEED_SLOT_AI_002 = Slot(
+    slot_id="slot-ai-002",
+    expert_id="exp-ai-001",
+    expert_name="Dr. Lin Wei",
+    specialty="AI",
+    starts_at=SLOT_AI_001_STARTS_AT + timedelta(days=1),
+    ends_at=SLOT_AI_001_STARTS_AT + timedelta(days=1, hours=1),
+    price=Money("500.00", "CNY"),
+)
+"""The seed's other AI slot: the one alternative to a taken ``slot-ai-001`` in the seed."""
+
+
 def make_booking(booking_id: str = "booking-x", **changes: Any) -> Booking:
     """A HELD booking of slot-ai-001 held at ``T0``; ``changes`` replace fields."""
     base = Booking(
