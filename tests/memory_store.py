@@ -272,7 +272,9 @@ class MemoryBookingStore:
         if target is None:
             return SlotNeighbours(None, [])
         taken = {
-            b.slot_id for b in self._committed.bookings.values() if b.status in ACTIVE_STATUSES
+            b.slot_id
+            for b in self._committed.bookings.values()
+            if b.status in ACTIVE_STATUSES and not b.is_overdue(now)
         }
         free = [
             slot

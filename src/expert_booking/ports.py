@@ -255,8 +255,9 @@ class BookingStore(Protocol):
     async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
         """Slot ``slot_id`` and free slots near it, from one committed snapshot.
 
-        Free as in a search: no HELD or CONFIRMED booking, starting after ``now`` (overdue
-        holds not released: their slots are missing). The candidates, never the slot itself,
+        Free: no HELD or CONFIRMED booking, starting after ``now``; an overdue hold
+        (``expires_at <= now``) does not count, as the next transaction releases it (nothing
+        is released here). The candidates, never the slot itself,
         are at most ``limit`` of each: the same expert's slots starting before the slot,
         latest first; the same expert's starting at or after it, earliest first (ties by slot
         id); other experts' of the same specialty starting at the same instant, by slot id.

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import astuple
 from pathlib import Path
 
 import pytest
 
-from expert_booking.adapters.seed import SeedExpert, SeedSlot
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.ports import BookingStore
+from tests.fakes import WIDER_CATALOG, Catalog
 from tests.memory_store import MemoryBookingStore
-
-Catalog = tuple[Sequence[SeedExpert], Sequence[SeedSlot]]
 
 
 @contextlib.asynccontextmanager
@@ -54,29 +52,6 @@ ENGINES: dict[
     "sqlite": _sqlite,
     "memory": _memory,
 }
-
-# A wider catalog: two more AI experts, with slots at slot-ai-001's start and elsewhere, and
-# more hours of exp-ai-001 on both sides of it (tests of ``peek_slots_near``).
-WIDER_CATALOG: Catalog = (
-    (
-        SeedExpert("exp-ai-002", "Dr. Mei Zhou", "AI", "AI agents"),
-        SeedExpert("exp-ai-003", "Dr. Jonas Berg", "AI", "AI vision"),
-    ),
-    tuple(
-        SeedSlot(slot_id, expert, start, end, "500.00", "CNY")
-        for slot_id, expert, start, end in (
-            ("slot-ai-b01", "exp-ai-001", "2030-09-01T22:00:00.000Z", "2030-09-01T23:00:00.000Z"),
-            ("slot-ai-b02", "exp-ai-001", "2030-09-01T23:00:00.000Z", "2030-09-02T00:00:00.000Z"),
-            ("slot-ai-b03", "exp-ai-001", "2030-09-02T00:00:00.000Z", "2030-09-02T01:00:00.000Z"),
-            ("slot-ai-b04", "exp-ai-001", "2030-09-02T01:00:00.000Z", "2030-09-02T02:00:00.000Z"),
-            ("slot-ai-a01", "exp-ai-001", "2030-09-02T03:00:00.000Z", "2030-09-02T04:00:00.000Z"),
-            ("slot-ai-a02", "exp-ai-001", "2030-09-02T04:00:00.000Z", "2030-09-02T05:00:00.000Z"),
-            ("slot-mz-001", "exp-ai-002", "2030-09-02T02:00:00.000Z", "2030-09-02T03:00:00.000Z"),
-            ("slot-mz-002", "exp-ai-002", "2030-09-02T03:00:00.000Z", "2030-09-02T04:00:00.000Z"),
-            ("slot-jb-001", "exp-ai-003", "2030-09-02T02:00:00.000Z", "2030-09-02T03:00:00.000Z"),
-        )
-    ),
-)
 
 
 @pytest.fixture(params=sorted(ENGINES))

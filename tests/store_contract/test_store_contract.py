@@ -270,11 +270,11 @@ async def test_slots_near_a_slot_are_its_experts_nearest_hours_and_colleagues_at
         "AI",
         SLOT_AI_001_STARTS_AT,
     )
-    # Three before (latest first: not b01), three at or after (earliest first), and the
+    # Three before (latest first: not b01, b02), three at or after (earliest first), and the
     # other AI experts at 02:00 (not slot-mz-002 at 03:00); never the slot itself.
     assert _near_ids(found) == sorted(
         [
-            *("slot-ai-b04", "slot-ai-b03", "slot-ai-b02"),
+            *("slot-ai-x01", "slot-ai-b04", "slot-ai-b03"),
             *("slot-ai-a01", "slot-ai-a02", "slot-ai-002"),
             *("slot-jb-001", "slot-mz-001"),
         ]
@@ -289,7 +289,7 @@ async def test_slots_near_a_slot_are_its_experts_nearest_hours_and_colleagues_at
         price=Money("500.00", "CNY"),
     )
     one = await wider_store.peek_slots_near("slot-ai-001", T0, 1)
-    assert _near_ids(one) == ["slot-ai-a01", "slot-ai-b04", "slot-jb-001"]
+    assert _near_ids(one) == ["slot-ai-a01", "slot-ai-x01", "slot-jb-001"]
     assert (await wider_store.peek_slots_near("slot-ai-001", T0, 0)).candidates == []
 
 
@@ -303,21 +303,36 @@ async def test_slots_near_a_slot_leave_out_taken_and_started_slots(
         make_booking("booking-c", slot_id="slot-mz-001", status=BookingStatus.CONFIRMED),
         make_booking("booking-d", slot_id="slot-ai-a01", status=BookingStatus.EXPIRED),
         make_booking("booking-e", slot_id="slot-jb-001", status=BookingStatus.CANCELLED),
+        # HELD from T0, overdue from T0 + 300 s (as booking-b's): not released by a peek,
+        # yet from then on its slot counts as free.
+        make_booking("booking-f", slot_id="slot-ai-a02"),
     )
     found = await wider_store.peek_slots_near("slot-ai-001", T0, 3)
     assert found.slot is not None  # a taken slot is still described
     assert found.slot.slot_id == "slot-ai-001"
     assert _near_ids(found) == sorted(
         [
-            *("slot-ai-b03", "slot-ai-b02", "slot-ai-b01"),
+            *("slot-ai-x01", "slot-ai-b03", "slot-ai-b02"),
+            *("slot-ai-a01", "slot-ai-002"),
+            "slot-jb-001",
+        ]
+    )
+    overdue = await wider_store.peek_slots_near("slot-ai-001", T0 + timedelta(seconds=300), 3)
+    assert _near_ids(overdue) == sorted(
+        [
+            *("slot-ai-x01", "slot-ai-b04", "slot-ai-b03"),
             *("slot-ai-a01", "slot-ai-a02", "slot-ai-002"),
             "slot-jb-001",
         ]
     )
-    # Slots starting at or before now are gone (b01 at 22:00, b02 at 23:00 have started).
-    late = await wider_store.peek_slots_near("slot-ai-001", datetime(2030, 9, 1, 23, tzinfo=UTC), 3)
+    # Slots starting at or before now are gone (b01 at 22:00, b02 at 23:00 began).
+    late = await wider_store.peek_slots_near("slot-ai-001", datetime(2030, 9, 1, 23, tzinfo=UTC), 5)
     assert _near_ids(late) == sorted(
-        ["slot-ai-b03", "slot-ai-a01", "slot-ai-a02", "slot-ai-002", "slot-jb-001"]
+        [
+            *("slot-ai-x01", "slot-ai-b04", "slot-ai-b03"),
+            *("slot-ai-a01", "slot-ai-a02", "slot-ai-002"),
+            "slot-jb-001",
+        ]
     )
 
 

@@ -125,13 +125,15 @@ WHERE s.slot_id = ?
 # Free slots near a slot (ports.BookingStore.peek_slots_near): the slot itself (kind 0), then
 # at most :limit of each candidate kind, each branch walking one index: the same expert's
 # slots before it (1) and at or after it (2) on slots_by_expert_start, other experts' of the
-# same specialty at the same start (3) on slots_by_start. One statement, one snapshot.
+# same specialty at the same start (3) on slots_by_start. One statement, one snapshot. An
+# overdue hold does not take its slot (the next transaction releases it).
 _NEAR_FREE = f"""
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id, target AS t
 WHERE s.slot_id <> t.slot_id AND s.starts_at > :now
   AND NOT EXISTS (
       SELECT 1 FROM bookings AS b
-      WHERE b.slot_id = s.slot_id AND b.status IN ({ACTIVE_STATUS_LIST}))
+      WHERE b.slot_id = s.slot_id AND b.status IN ({ACTIVE_STATUS_LIST})
+        AND NOT (b.status = 'HELD' AND b.expires_at <= :now))
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
 SLOTS_NEAR = f"""

@@ -218,7 +218,7 @@ class SqliteBookingStore:
     async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
         """The slot and free slots near it (``ports.BookingStore``), one statement (one hop).
 
-        Overdue holds are not released: their slots are missing from the candidates.
+        Overdue holds are not released, but their slots count as free.
         """
         params = {
             "slot_id": slot_id,
