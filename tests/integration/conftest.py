@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from expert_booking.ports import BookingStore
+from expert_booking.ports import BookingStore, Clock, PaymentQueryPort
 from expert_booking.services import BookingService
 from tests.fakes import POLICY, FakePayments, MutableClock
 
@@ -24,5 +24,6 @@ def payments() -> FakePayments:
 
 
 @pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
+def service(store: BookingStore, clock: Clock, payments: PaymentQueryPort) -> BookingService:
+    """The service on ``store``, ``clock`` and ``payments`` (a module may override each)."""
     return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)

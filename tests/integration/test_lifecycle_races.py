@@ -30,7 +30,7 @@ from expert_booking.domain.model import (
 from expert_booking.ports import BookingStore, TraceContext
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
-from tests.fakes import CONTEXT, POLICY, MutableClock, answer, approval
+from tests.fakes import CONTEXT, MutableClock, answer, approval
 from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
@@ -67,11 +67,6 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 @pytest.fixture
 def payments() -> GatedPayments:
     return GatedPayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: GatedPayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _key() -> str:
