@@ -28,7 +28,6 @@ from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import BookingService, ConfirmBooking, HoldSlot
 from tests.fakes import (
     CONTEXT,
-    POLICY,
     T0,
     WIDER_CATALOG,
     FakePayments,
@@ -36,7 +35,7 @@ from tests.fakes import (
     answer,
     approval,
 )
-from tests.store_contract.conftest import ENGINES
+from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
 
@@ -45,21 +44,6 @@ pytestmark = pytest.mark.anyio
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
     async with ENGINES[request.param](tmp_path, WIDER_CATALOG) as opened:
         yield opened
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _key() -> str:
