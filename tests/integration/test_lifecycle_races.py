@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.cancellation import CancelBooking
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
@@ -33,8 +32,8 @@ from expert_booking.edge.error_texts import wire_details
 from expert_booking.ports import BookingStore, TraceContext
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
-from tests.fakes import CONTEXT, POLICY, MutableClock, answer, approval
-from tests.memory_store import MemoryBookingStore
+from tests.fakes import CONTEXT, MutableClock, answer, approval
+from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
 
@@ -61,31 +60,15 @@ class GatedPayments:
         return self.answers[booking_id]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
-    if request.param == "memory":
-        yield MemoryBookingStore()
-        return
-    opened = await SqliteBookingStore.open(db_path)
-    try:
+@pytest.fixture(params=sorted(ENGINES))
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
+    async with ENGINES[request.param](tmp_path) as opened:
         yield opened
-    finally:
-        await opened.close()
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
 
 
 @pytest.fixture
 def payments() -> GatedPayments:
     return GatedPayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: GatedPayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _key() -> str:
@@ -230,6 +213,39 @@ async def test_a_hold_paid_while_the_cancel_is_under_way_needs_an_approval_then_
         PaymentStatus.PAID,
         True,
     )
+
+
+async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_no_recorded_refund(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    """The cancel sees PENDING and wins; the confirm in flight then hears PAID, too late.
+
+    Nothing records that payment: the booking stays CANCELLED with payment PENDING and no
+    ``refundDue`` (NOTES.md: a payment made after the cancel's query is the systems' around).
+    """
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+
+    async def cancel_then_person_pays() -> Booking | str:
+        cancelled = await _outcome(
+            service.cancel_booking(CancelBooking(held.booking_id, 1, _key(), None), CONTEXT)
+        )
+        clock.advance(5)
+        payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+        return cancelled
+
+    confirmed, cancelled = await _run_while_held_open(
+        payments,
+        held.booking_id,
+        service.confirm_booking(_confirm(held, clock), CONTEXT),
+        cancel_then_person_pays(),
+    )
+    assert isinstance(cancelled, Booking)
+    assert (cancelled.status, cancelled.refund_due) == (BookingStatus.CANCELLED, False)
+    assert confirmed == "VERSION_CONFLICT"  # the re-read after the payment query saw the cancel
+    now = await _get(service, held)
+    assert now == cancelled
+    assert (now.payment.status, now.refund_due) == (PaymentStatus.PENDING, False)
 
 
 async def test_a_reschedule_and_holds_of_its_target_slot_leave_one_winner(

@@ -17,10 +17,10 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
 from expert_booking.edge.error_texts import wire_details
+from expert_booking.edge.wire import render_slot
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import SlotQuery
 from expert_booking.services import (
@@ -30,7 +30,14 @@ from expert_booking.services import (
     HoldSlot,
     SearchSlots,
 )
-from tests.fakes import CONTEXT, FakePayments, MutableClock, answer, approval
+from tests.fakes import (
+    CONTEXT,
+    SEED_SLOT_AI_002,
+    FakePayments,
+    MutableClock,
+    answer,
+    approval,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -43,23 +50,6 @@ POLICY = BookingPolicy(
     payment_page_base_url="http://127.0.0.1:3100/pay/",  # a trailing slash, as users write it
 )
 CUSTOMER = Customer(name="Ada Lovelace", email="Ada.Lovelace@Example.com")
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
-) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _hold(slot_id: str = "slot-ai-001", key: str | None = None) -> HoldSlot:
@@ -277,7 +267,10 @@ async def test_refusal_details_name_what_the_recovery_sentences_refer_to(
             "VERSION_CONFLICT",
             {"bookingId": booking_id, "expectedVersion": 3, "currentVersion": 1},
         ),
-        "slot-taken": ("SLOT_UNAVAILABLE", {"slotId": "slot-ai-001"}),
+        "slot-taken": (
+            "SLOT_UNAVAILABLE",
+            {"slotId": "slot-ai-001", "alternatives": [render_slot(SEED_SLOT_AI_002)]},
+        ),
         "no-slot": ("SLOT_NOT_FOUND", {"slotId": "slot-none"}),
         "no-booking": ("BOOKING_NOT_FOUND", {"bookingId": "booking-none"}),
         "required": ("HUMAN_APPROVAL_REQUIRED", {"bookingId": booking_id}),

@@ -25,6 +25,7 @@ from expert_booking.domain.model import (
     PaymentAnswer,
 )
 from expert_booking.edge.error_texts import message_of, wire_details
+from expert_booking.edge.wire import render_intent, render_slot
 from expert_booking.ports import TraceContext
 from expert_booking.services import (
     BookingService,
@@ -37,6 +38,7 @@ from tests.fakes import (
     ALL,
     CONTEXT,
     POLICY,
+    SEED_SLOT_AI_002,
     SLOT_AI_001_STARTS_AT,
     FakePayments,
     MutableClock,
@@ -47,23 +49,6 @@ from tests.fakes import (
 pytestmark = pytest.mark.anyio
 
 CUSTOMER = Customer(name="Ada Lovelace", email="ada@example.com")
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
-) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 async def _hold(service: BookingService, slot_id: str = "slot-ai-001") -> Booking:
@@ -116,7 +101,8 @@ async def test_a_slot_that_has_started_cannot_be_held_and_the_refusal_says_so(
     assert (refused.code, message_of(refused), wire_details(refused)) == (
         "SLOT_UNAVAILABLE",
         "The slot has already started.",
-        {"slotId": "slot-ai-001"},
+        # The expert's other (seed) slot, the next day, is offered instead.
+        {"slotId": "slot-ai-001", "alternatives": [render_slot(SEED_SLOT_AI_002)]},
     )
 
 
@@ -143,7 +129,13 @@ async def test_confirm_refusals_name_the_booking_and_the_key(
     assert found == {
         "mismatch": (
             "APPROVAL_INTENT_MISMATCH",
-            {"bookingId": held.booking_id, "fields": ["amount"]},
+            {
+                "bookingId": held.booking_id,
+                "fields": ["amount"],
+                "changes": [{"field": "amount", "approvedValue": "1.00", "currentValue": "500.00"}],
+                "intent": render_intent(held.intent),
+                "intentHash": held.intent.digest(),
+            },
         ),
         "missing": ("BOOKING_NOT_FOUND", {"bookingId": "booking-none"}),
         "key": ("IDEMPOTENCY_CONFLICT", {"idempotencyKey": key}),
