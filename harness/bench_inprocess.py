@@ -88,6 +88,9 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
             for config in CONFIGS:
                 if profile is not None and config.name != profile:
                     continue
+                if config.server not in apps:  # real+oauth needs its authorization server
+                    print(f"  in process {config.name:<38} not measured here (HTTP bench only)")
+                    continue
                 caller = callers[config.server]
                 make_call = await calls_for(bench, config, requests * 2)
                 for index in range(min(requests, 200)):  # warm-up
