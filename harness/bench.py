@@ -35,7 +35,8 @@ What runs (docs/perf-floor.md is the method):
     would land in a random window).
 
 * Per round (``--rounds``, order shuffled each round, floor included): for every configuration a
-  short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window.
+  short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window;
+  an authenticated configuration and its anonymous twin take their windows in turn.
   Ratios are taken per round against the floor's no-op ``tools/call`` of the same round, then the
   median over rounds is reported with its 95% confidence interval (``bench_report``): p50 at
   c=1, req/s at c=16 and server CPU us/request at c=16 (utime+stime of the server process over
@@ -417,18 +418,38 @@ async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int],
     return lambda _index: make(bench)
 
 
+def groups(configs: list[Config], rng: random.Random) -> list[list[Config]]:
+    """``configs`` in their order, each authenticated one grouped with its anonymous twin.
+
+    A pair is measured window by window in turn (``run_rounds``), its order drawn by ``rng``,
+    so that both sides of a ratio see the same seconds of a shared box.
+    """
+    names = {config.name for config in configs}
+    twins = {config.anonymous: config for config in configs if config.anonymous in names}
+    result = []
+    for config in configs:
+        if config.anonymous in names:
+            continue  # measured beside its anonymous twin
+        group = [config] if config.name not in twins else [config, twins[config.name]]
+        rng.shuffle(group)
+        result.append(group)
+    return result
+
+
 async def run_rounds(bench: Bench, configs: tuple[Config, ...]) -> dict[str, Row]:
     rows = {config.name: Row(config) for config in configs}
     rng = random.Random(20261129)
     for round_number in range(bench.plan.rounds):
         order = list(configs)
         rng.shuffle(order)
-        for config in order:
-            await measure(bench, config, 16, bench.plan.warmup_s)
+        for group in groups(order, rng):
+            for config in group:
+                await measure(bench, config, 16, bench.plan.warmup_s)
             for concurrency in (1, 16):
-                result = await measure(bench, config, concurrency, bench.plan.window_s)
-                rows[config.name].runs[concurrency].append(result)
-                _progress(round_number, result)
+                for config in group:
+                    result = await measure(bench, config, concurrency, bench.plan.window_s)
+                    rows[config.name].runs[concurrency].append(result)
+                    _progress(round_number, result)
     return rows
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from harness.bench import Config
+from harness.bench import CONFIGS, Config, groups
 from harness.bench_report import (
     MIN_QUIET_ROUNDS,
     Row,
@@ -136,3 +137,22 @@ def test_a_round_in_which_the_anonymous_twin_was_disturbed_is_not_quiet() -> Non
     assert entry["quiet_rounds"] == list(range(1, rounds))
     assert entry["verdict_rounds"] == "quiet"
     assert entry["pass"] is True
+
+
+def test_each_authenticated_configuration_is_measured_beside_its_anonymous_twin() -> None:
+    order = list(CONFIGS)
+    random.Random(7).shuffle(order)
+
+    grouped = groups(order, random.Random(7))
+
+    assert sorted(config.name for group in grouped for config in group) == sorted(
+        config.name for config in CONFIGS
+    )
+    pairs = [group for group in grouped if len(group) == 2]
+    authenticated = [config for config in CONFIGS if config.kind == "auth"]
+    assert len(pairs) == len(authenticated) > 0
+    for pair in pairs:
+        (auth,) = [config for config in pair if config.kind == "auth"]
+        assert {config.name for config in pair} == {auth.name, auth.anonymous}
+    singles = [group[0].name for group in grouped if len(group) == 1]
+    assert singles == [c.name for c in order if c.name in singles]  # the rest keep the order
