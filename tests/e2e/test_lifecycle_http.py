@@ -8,58 +8,26 @@ unpaid hold at once, and learns an outcome from list_bookings by the idempotency
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 
-from expert_booking.client import open_client
 from expert_booking.domain.model import format_instant
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.testing.payment_stub import PaymentStub
-from expert_booking.testing.server_process import ServerProcess
 from harness.mcp_calls import confirm_arguments, hold_arguments
+from tests.e2e.envelopes import catalog_call, tool_envelope
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 REGISTRY = SchemaRegistry.load()
 
 
-@pytest.fixture(scope="module")
-def server(stub: PaymentStub) -> Iterator[ServerProcess]:
-    env = {**os.environ, "PAYMENT_QUERY_BASE_URL": stub.base_url}
-    with ServerProcess(env=env) as running:
-        yield running
-
-
-@pytest.fixture
-async def client(server: ServerProcess) -> AsyncIterator[Client]:
-    with anyio.fail_after(20):
-        async with open_client(server.url) as connected:
-            yield connected
-
-
-async def _tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    with anyio.fail_after(15):
-        result = await client.call_tool(tool, arguments)
-    envelope = result.structured_content
-    assert isinstance(envelope, dict)
-    assert result.is_error is (envelope["ok"] is False)
-    return envelope
-
-
-async def _call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    call = {"name": name, "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
-    return await _tool(client, "tool_catalog.call", call)
-
-
-async def _found(client: Client, query: str) -> str:
-    envelope = await _tool(client, "tool_catalog.search", {"query": query, "limit": 3})
+async def _found(stub_client: Client, query: str) -> str:
+    envelope = await tool_envelope(stub_client, "tool_catalog.search", {"query": query, "limit": 3})
     name: str = envelope["data"]["items"][0]["name"]
     return name
 
@@ -87,16 +55,18 @@ def _approved(arguments: dict[str, Any], refused: dict[str, Any]) -> dict[str, A
 
 
 async def test_an_agent_reschedules_and_cancels_a_confirmed_booking_through_the_catalog(
-    client: Client, stub: PaymentStub
+    stub_client: Client, stub: PaymentStub
 ) -> None:
-    reschedule = await _found(client, "move my appointment to another time")
-    cancel = await _found(client, "cancel my booking")
+    reschedule = await _found(stub_client, "move my appointment to another time")
+    cancel = await _found(stub_client, "cancel my booking")
     assert (reschedule, cancel) == ("booking.reschedule_booking", "booking.cancel_booking")
 
-    held = _snapshot(await _call(client, "booking.hold_slot", hold_arguments("slot-fin-001")))
+    held = _snapshot(
+        await catalog_call(stub_client, "booking.hold_slot", hold_arguments("slot-fin-001"))
+    )
     stub.set_answer(held["bookingId"], amount="650.00")
     approved = confirm_arguments(held, approved_at=datetime.now(UTC))
-    confirmed = _snapshot(await _call(client, "booking.confirm_booking", approved))
+    confirmed = _snapshot(await catalog_call(stub_client, "booking.confirm_booking", approved))
     assert (confirmed["status"], confirmed["history"], confirmed["cancelledAt"]) == (
         "CONFIRMED",
         [],
@@ -109,10 +79,10 @@ async def test_an_agent_reschedules_and_cancels_a_confirmed_booking_through_the_
         "expectedVersion": confirmed["version"],
         "idempotencyKey": str(uuid.uuid4()),
     }
-    asked = await _call(client, reschedule, move)
+    asked = await catalog_call(stub_client, reschedule, move)
     assert asked["error"]["details"]["intent"]["action"] == "RESCHEDULE"
     retry = _approved(move, asked)
-    moved = _snapshot(await _call(client, reschedule, retry))
+    moved = _snapshot(await catalog_call(stub_client, reschedule, retry))
     assert (moved["bookingId"], moved["payment"], moved["slotId"]) == (
         confirmed["bookingId"],
         confirmed["payment"],
@@ -120,7 +90,9 @@ async def test_an_agent_reschedules_and_cancels_a_confirmed_booking_through_the_
     )
     assert moved["version"] == confirmed["version"] + 1
     assert [change["slotId"] for change in moved["history"]] == ["slot-fin-001"]
-    assert _snapshot(await _call(client, reschedule, retry)) == moved  # idempotent replay
+    assert (
+        _snapshot(await catalog_call(stub_client, reschedule, retry)) == moved
+    )  # idempotent replay
 
     # The approval of the move is not an approval to cancel.
     stop = {
@@ -128,41 +100,47 @@ async def test_an_agent_reschedules_and_cancels_a_confirmed_booking_through_the_
         "expectedVersion": moved["version"],
         "idempotencyKey": str(uuid.uuid4()),
     }
-    replayed = await _call(client, cancel, stop | {"humanApproval": retry["humanApproval"]})
+    replayed = await catalog_call(
+        stub_client, cancel, stop | {"humanApproval": retry["humanApproval"]}
+    )
     assert replayed["ok"] is False
     assert replayed["error"]["code"] == "INVALID_ARGUMENTS"  # its intent is no CANCEL intent
-    asked = await _call(client, cancel, stop)
+    asked = await catalog_call(stub_client, cancel, stop)
     assert asked["error"]["details"]["intent"]["action"] == "CANCEL"
     again = _approved(stop, asked)
-    cancelled = _snapshot(await _call(client, cancel, again))
+    cancelled = _snapshot(await catalog_call(stub_client, cancel, again))
     assert (cancelled["status"], cancelled["version"]) == ("CANCELLED", moved["version"] + 1)
     assert (cancelled["refundDue"], moved["refundDue"]) == (True, False)
     assert cancelled["cancelledAt"] is not None
 
-    listed = await _call(
-        client, "booking.list_bookings", {"limit": 5, "idempotencyKey": again["idempotencyKey"]}
+    listed = await catalog_call(
+        stub_client,
+        "booking.list_bookings",
+        {"limit": 5, "idempotencyKey": again["idempotencyKey"]},
     )
     assert [b["status"] for b in listed["data"]["bookings"]] == ["CANCELLED"]
-    rehold = await _call(client, "booking.hold_slot", hold_arguments("slot-fin-002"))
+    rehold = await catalog_call(stub_client, "booking.hold_slot", hold_arguments("slot-fin-002"))
     assert rehold["ok"], rehold  # the cancelled booking released its slot
 
 
 async def test_an_unpaid_hold_is_cancelled_at_once_over_http(
-    client: Client, stub: PaymentStub
+    stub_client: Client, stub: PaymentStub
 ) -> None:
-    held = _snapshot(await _call(client, "booking.hold_slot", hold_arguments("slot-law-002")))
+    held = _snapshot(
+        await catalog_call(stub_client, "booking.hold_slot", hold_arguments("slot-law-002"))
+    )
     stub.set_answer(held["bookingId"], status="PENDING", amount="800.00")
     stop = {
         "bookingId": held["bookingId"],
         "expectedVersion": held["version"],
         "idempotencyKey": str(uuid.uuid4()).upper(),
     }
-    cancelled = _snapshot(await _call(client, "booking.cancel_booking", stop))
+    cancelled = _snapshot(await catalog_call(stub_client, "booking.cancel_booking", stop))
     assert (cancelled["status"], cancelled["payment"]["status"]) == ("CANCELLED", "PENDING")
     assert cancelled["refundDue"] is False
-    assert _snapshot(await _call(client, "booking.cancel_booking", stop)) == cancelled
-    refused = await _call(
-        client, "booking.cancel_booking", stop | {"idempotencyKey": str(uuid.uuid4())}
+    assert _snapshot(await catalog_call(stub_client, "booking.cancel_booking", stop)) == cancelled
+    refused = await catalog_call(
+        stub_client, "booking.cancel_booking", stop | {"idempotencyKey": str(uuid.uuid4())}
     )
     assert refused["error"]["code"] == "INVALID_STATE"
     assert refused["error"]["recovery"]["action"]

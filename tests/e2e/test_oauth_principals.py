@@ -2,9 +2,10 @@
 
 The AS (npm ``oidc-provider``) has two clients, ``agent-a`` and ``agent-b``; a
 client-credentials token's subject is its client id, so each token is its own principal
-``(issuer, client id)``. What one principal held, the other cannot see or change: get, confirm
-and list answer exactly as for an unknown booking; one idempotency key used by both makes two
-bookings; and each principal spends its own quota.
+``(issuer, client id)``. What one principal held, the other cannot see or change: get, confirm,
+cancel and reschedule answer byte for byte as for an unknown booking id, the booking is
+unchanged afterwards, and list (also by the owner's idempotency key) finds nothing; one
+idempotency key used by both makes two bookings; and each principal spends its own quota.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ RESOURCE = "https://booking.example/mcp"
 A = Client("agent-a", "secret-a")
 B = Client("agent-b", "secret-b")
 PER_CALLER = 4
+UNKNOWN_BOOKING = "booking-" + "0" * 32
 
 
 @pytest.fixture(scope="module")
@@ -84,35 +86,58 @@ def code(envelope: dict[str, Any]) -> str | None:
     return None if envelope["ok"] else str(envelope["error"]["code"])
 
 
+def answered_as_unknown(
+    server: ServerProcess, bearer: str, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """``name(arguments)`` refused exactly as the same call on an id no booking has.
+
+    The unknown id goes first with the same idempotency key (a refusal records nothing under
+    it); the two errors must be the same JSON text once the id is written the same way, i.e.
+    code, message, retryable, details and recovery tell nothing about the booking's existence.
+    """
+    booking_id = arguments["bookingId"]
+    unknown = send(server, logical(name, arguments | {"bookingId": UNKNOWN_BOOKING}), bearer)
+    answered = send(server, logical(name, arguments), bearer)
+    assert code(unknown) == "BOOKING_NOT_FOUND", unknown
+    assert code(answered) == "BOOKING_NOT_FOUND", answered
+    assert json.dumps(answered["error"]).replace(booking_id, UNKNOWN_BOOKING) == json.dumps(
+        unknown["error"]
+    )
+    return answered
+
+
 def test_another_principals_booking_is_an_unknown_booking(
     server: ServerProcess, auth_server: AuthorizationServer
 ) -> None:
     alice, bob = token(auth_server, A), token(auth_server, B)
-    held = send(server, logical("booking.hold_slot", hold_arguments("slot-ai-001")), alice)
+    hold = hold_arguments("slot-ai-001")
+    held = send(server, logical("booking.hold_slot", hold), alice)
     assert held["ok"] is True, held
     booking = held["data"]
-    unknown = send(
-        server, logical("booking.get_booking", {"bookingId": "booking-" + "0" * 32}), bob
-    )
-    assert code(unknown) == "BOOKING_NOT_FOUND"
+    booking_id, version = booking["bookingId"], booking["version"]
 
-    got = send(server, logical("booking.get_booking", {"bookingId": booking["bookingId"]}), bob)
-    assert code(got) == "BOOKING_NOT_FOUND"
-    assert got["error"]["message"] == unknown["error"]["message"]
-    assert set(got["error"]["details"]) == set(unknown["error"]["details"])
+    answered_as_unknown(server, bob, "booking.get_booking", {"bookingId": booking_id})
     approved = confirm_arguments(booking, approved_at=datetime.now(UTC))
-    confirmed = send(server, logical("booking.confirm_booking", approved), bob)
-    assert code(confirmed) == "BOOKING_NOT_FOUND"
+    answered_as_unknown(server, bob, "booking.confirm_booking", approved)
+    change = {"bookingId": booking_id, "expectedVersion": version}
+    cancel = change | {"idempotencyKey": str(uuid.uuid4())}
+    answered_as_unknown(server, bob, "booking.cancel_booking", cancel)
+    move = change | {"newSlotId": "slot-ai-002", "idempotencyKey": str(uuid.uuid4())}
+    answered_as_unknown(server, bob, "booking.reschedule_booking", move)
     listed = send(server, logical("booking.list_bookings", {"limit": 50}), bob)
     assert listed["ok"] is True
-    assert booking["bookingId"] not in json.dumps(listed["data"])
+    assert booking_id not in json.dumps(listed["data"])
+    by_key = {"limit": 50, "idempotencyKey": hold["idempotencyKey"]}
+    found = send(server, logical("booking.list_bookings", by_key), bob)
+    assert (found["ok"], found["data"]["bookings"], found["data"]["total"]) == (True, [], 0), found
 
-    own = send(server, logical("booking.get_booking", {"bookingId": booking["bookingId"]}), alice)
+    own = send(server, logical("booking.get_booking", {"bookingId": booking_id}), alice)
     assert own["ok"] is True
-    assert own["data"]["status"] == "HELD"  # bob's confirm changed nothing
-    assert own["data"]["version"] == booking["version"]
-    mine = send(server, logical("booking.list_bookings", {"limit": 50}), alice)
-    assert booking["bookingId"] in json.dumps(mine["data"])
+    # bob's confirm, cancel and reschedule changed nothing
+    assert (own["data"]["status"], own["data"]["version"]) == ("HELD", version)
+    assert own["data"]["slotId"] == booking["slotId"]
+    mine = send(server, logical("booking.list_bookings", by_key), alice)
+    assert [item["bookingId"] for item in mine["data"]["bookings"]] == [booking_id]
 
 
 def test_one_idempotency_key_used_by_two_principals_makes_two_bookings(

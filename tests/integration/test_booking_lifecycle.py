@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.cancellation import CancelBooking
 from expert_booking.domain.errors import BookingError, PaymentUnavailableError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
@@ -41,36 +40,15 @@ from expert_booking.services import (
     ListBookings,
 )
 from tests.fakes import CONTEXT, POLICY, FakePayments, MutableClock, answer, approval
-from tests.memory_store import MemoryBookingStore
+from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
-    if request.param == "memory":
-        yield MemoryBookingStore()
-        return
-    opened = await SqliteBookingStore.open(db_path)
-    try:
+@pytest.fixture(params=sorted(ENGINES))
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
+    async with ENGINES[request.param](tmp_path) as opened:
         yield opened
-    finally:
-        await opened.close()
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _key() -> str:

@@ -54,11 +54,9 @@ from tests.fakes import (
     approval,
     transaction_held_open,
 )
-from tests.memory_store import MemoryBookingStore
+from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
-
-ENGINES = ("sqlite", "memory")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -66,34 +64,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "store" not in metafunc.fixturenames:
         return
     own = inspect.signature(metafunc.function).parameters
-    metafunc.parametrize("store", ["sqlite"] if "db_path" in own else ENGINES, indirect=True)
+    metafunc.parametrize(
+        "store", ["sqlite"] if "db_path" in own else sorted(ENGINES), indirect=True
+    )
 
 
 @pytest.fixture
-async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
-    if request.param == "memory":
-        yield MemoryBookingStore()
-        return
-    opened = await SqliteBookingStore.open(db_path)
-    try:
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
+    async with ENGINES[request.param](tmp_path) as opened:
         yield opened
-    finally:
-        await opened.close()
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _key() -> str:

@@ -8,8 +8,6 @@ be right for the claim check to be what refuses them.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -19,7 +17,6 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
 from mcp.server.auth.provider import TokenVerifier
 
 from expert_booking.adapters.clock import SystemClock
@@ -31,6 +28,8 @@ from expert_booking.adapters.jwt_verifier import (
     VerifierPolicy,
 )
 from harness.authorization_server import AuthorizationServer, Key, Resource
+from tests import tokens
+from tests.tokens import alg_none, b64, hs256_with_public_key, sign, tampered_signature
 
 RESOURCE = "http://127.0.0.1:1/mcp"
 OTHER_RESOURCE = "http://127.0.0.1:2/mcp"
@@ -106,30 +105,8 @@ def verifier(http: httpx.AsyncClient, auth_server: AuthorizationServer) -> JwtAc
 
 
 def claims(auth_server: AuthorizationServer, **overrides: Any) -> dict[str, Any]:
-    now = int(time.time())
-    base: dict[str, Any] = {
-        "iss": auth_server.issuer,
-        "sub": "forged-subject",
-        "aud": RESOURCE,
-        "iat": now,
-        "exp": now + 300,
-        "scope": "booking:read",
-        "client_id": "booking-agent",
-    }
-    base.update(overrides)
-    return {name: value for name, value in base.items() if value is not None}
-
-
-def sign(
-    auth_server: AuthorizationServer,
-    body: dict[str, Any],
-    *,
-    key: Key | None = None,
-    headers: dict[str, Any] | None = None,
-) -> str:
-    chosen = key or auth_server.keys[0]
-    header = {"kid": chosen.kid, "typ": "at+jwt", **(headers or {})}
-    return jwt.encode(body, chosen.private, algorithm=chosen.alg, headers=header)
+    """The claims of a valid read token for this module's resource."""
+    return tokens.claims(auth_server, RESOURCE, **overrides)
 
 
 async def refused(verifier: JwtAccessTokenVerifier, token: str) -> RefusalReason:
@@ -137,10 +114,6 @@ async def refused(verifier: JwtAccessTokenVerifier, token: str) -> RefusalReason
         await verifier.verify(token)
     assert await verifier.verify_token(token) is None
     return excinfo.value.reason
-
-
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 async def test_it_is_the_sdks_token_verifier(verifier: JwtAccessTokenVerifier) -> None:
@@ -244,9 +217,8 @@ async def test_an_audience_list_must_contain_this_resource(
 async def test_a_token_with_a_tampered_signature_is_refused(
     verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer
 ) -> None:
-    head, body, signature = auth_server.access_token(RESOURCE).split(".")
-    flipped = ("A" if signature[0] != "A" else "B") + signature[1:]
-    assert await refused(verifier, f"{head}.{body}.{flipped}") is RefusalReason.SIGNATURE
+    token = tampered_signature(auth_server.access_token(RESOURCE))
+    assert await refused(verifier, token) is RefusalReason.SIGNATURE
 
 
 async def test_a_token_with_a_tampered_payload_is_refused(
@@ -270,29 +242,15 @@ async def test_a_token_signed_by_another_key_under_the_servers_kid_is_refused(
 async def test_alg_none_is_refused(
     verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer
 ) -> None:
-    header = {"alg": "none", "typ": "at+jwt", "kid": auth_server.keys[0].kid}
-    token = f"{b64(json.dumps(header).encode())}.{b64(json.dumps(claims(auth_server)).encode())}."
+    token = alg_none(auth_server, claims(auth_server))
     assert await refused(verifier, token) is RefusalReason.ALGORITHM
-
-
-def hs256_with_public_key(auth_server: AuthorizationServer) -> str:
-    """The classic confusion attack: the RSA public key (PEM) as the HMAC secret."""
-    public = auth_server.keys[0].private.public_key()
-    secret = public.public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    header = {"alg": "HS256", "typ": "at+jwt", "kid": auth_server.keys[0].kid}
-    signing_input = (
-        f"{b64(json.dumps(header).encode())}.{b64(json.dumps(claims(auth_server)).encode())}"
-    )
-    mac = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
-    return f"{signing_input}.{b64(mac)}"
 
 
 async def test_hs256_signed_with_the_public_key_is_refused(
     verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer
 ) -> None:
-    assert await refused(verifier, hs256_with_public_key(auth_server)) is RefusalReason.ALGORITHM
+    token = hs256_with_public_key(auth_server, claims(auth_server))
+    assert await refused(verifier, token) is RefusalReason.ALGORITHM
 
 
 async def test_hs256_is_refused_even_by_a_policy_that_lists_it(
@@ -300,7 +258,8 @@ async def test_hs256_is_refused_even_by_a_policy_that_lists_it(
 ) -> None:
     """The settings never allow HS*; the key itself refuses it too (its alg is RS256)."""
     lax, _ = make_verifier(http, auth_server.issuer, algorithms=("HS256", "RS256"))
-    assert await refused(lax, hs256_with_public_key(auth_server)) is RefusalReason.ALGORITHM
+    token = hs256_with_public_key(auth_server, claims(auth_server))
+    assert await refused(lax, token) is RefusalReason.ALGORITHM
 
 
 async def test_a_token_with_an_unknown_kid_is_refused_and_refetches_are_bounded(

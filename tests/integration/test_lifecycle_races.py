@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.cancellation import CancelBooking
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
@@ -31,8 +30,8 @@ from expert_booking.domain.model import (
 from expert_booking.ports import BookingStore, TraceContext
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
-from tests.fakes import CONTEXT, POLICY, MutableClock, answer, approval
-from tests.memory_store import MemoryBookingStore
+from tests.fakes import CONTEXT, MutableClock, answer, approval
+from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
 
@@ -59,31 +58,15 @@ class GatedPayments:
         return self.answers[booking_id]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[BookingStore]:
-    if request.param == "memory":
-        yield MemoryBookingStore()
-        return
-    opened = await SqliteBookingStore.open(db_path)
-    try:
+@pytest.fixture(params=sorted(ENGINES))
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
+    async with ENGINES[request.param](tmp_path) as opened:
         yield opened
-    finally:
-        await opened.close()
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
 
 
 @pytest.fixture
 def payments() -> GatedPayments:
     return GatedPayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: GatedPayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _key() -> str:

@@ -29,16 +29,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
 def service(clock: MutableClock, payments: FakePayments) -> BookingService:
     return BookingService(store=MemoryBookingStore(), payments=payments, clock=clock, policy=POLICY)
 

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
 from expert_booking.edge.error_texts import wire_details
@@ -43,23 +42,6 @@ POLICY = BookingPolicy(
     payment_page_base_url="http://127.0.0.1:3100/pay/",  # a trailing slash, as users write it
 )
 CUSTOMER = Customer(name="Ada Lovelace", email="Ada.Lovelace@Example.com")
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
-) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _hold(slot_id: str = "slot-ai-001", key: str | None = None) -> HoldSlot:

@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.call_context import LOCAL, Principal
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
@@ -31,8 +30,8 @@ from expert_booking.services import (
     HoldSlot,
     ListBookings,
 )
-from tests.fakes import CONTEXT, POLICY, FakePayments, MutableClock, answer, approval
-from tests.memory_store import MemoryBookingStore
+from tests.fakes import CONTEXT, FakePayments, MutableClock, answer, approval
+from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
 
@@ -44,31 +43,10 @@ OTHER_ALICE = replace(CONTEXT, principal=Principal(issuer="https://other.example
 META = {"traceId": "0" * 32}
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=sorted(ENGINES))
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
-    if request.param == "memory":
-        yield MemoryBookingStore()
-        return
-    opened = await SqliteBookingStore.open(tmp_path / "booking.db")
-    try:
+    async with ENGINES[request.param](tmp_path) as opened:
         yield opened
-    finally:
-        await opened.close()
-
-
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(store: BookingStore, clock: MutableClock, payments: FakePayments) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
 
 
 def _hold_command(slot_id: str = "slot-ai-001", key: str | None = None) -> HoldSlot:

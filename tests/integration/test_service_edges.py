@@ -48,23 +48,6 @@ pytestmark = pytest.mark.anyio
 CUSTOMER = Customer(name="Ada Lovelace", email="ada@example.com")
 
 
-@pytest.fixture
-def clock() -> MutableClock:
-    return MutableClock()
-
-
-@pytest.fixture
-def payments() -> FakePayments:
-    return FakePayments()
-
-
-@pytest.fixture
-def service(
-    store: SqliteBookingStore, clock: MutableClock, payments: FakePayments
-) -> BookingService:
-    return BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
-
-
 async def _hold(service: BookingService, slot_id: str = "slot-ai-001") -> Booking:
     return await service.hold_slot(HoldSlot(slot_id, CUSTOMER, str(uuid.uuid4())), CONTEXT)
 

@@ -1,40 +1,14 @@
-"""The engines the store contract suite runs on: each is a factory of a fresh, seeded store.
-
-A new engine (PostgreSQL) adds its factory to ``ENGINES``; every test in this folder then
-runs on it too.
-"""
+"""Every test in this folder runs on each engine of ``tests.store_engines.ENGINES``."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.ports import BookingStore
-from tests.memory_store import MemoryBookingStore
-
-
-@contextlib.asynccontextmanager
-async def _sqlite(tmp_path: Path) -> AsyncIterator[BookingStore]:
-    store = await SqliteBookingStore.open(tmp_path / "booking.db")
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
-@contextlib.asynccontextmanager
-async def _memory(_tmp_path: Path) -> AsyncIterator[BookingStore]:
-    yield MemoryBookingStore()
-
-
-ENGINES: dict[str, Callable[[Path], contextlib.AbstractAsyncContextManager[BookingStore]]] = {
-    "sqlite": _sqlite,
-    "memory": _memory,
-}
+from tests.store_engines import ENGINES
 
 
 @pytest.fixture(params=sorted(ENGINES))

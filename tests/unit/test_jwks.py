@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import AsyncIterator
 
 import httpx
@@ -10,7 +12,12 @@ import respx
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
-from expert_booking.adapters.jwks import JwksCache, JwksUnavailableError, metadata_urls
+from expert_booking.adapters.jwks import (
+    MAX_DOCUMENT_BYTES,
+    JwksCache,
+    JwksUnavailableError,
+    metadata_urls,
+)
 
 ISSUER = "https://login.example/realms/booking"
 JWKS = "https://login.example/realms/booking/certs"
@@ -121,3 +128,56 @@ async def test_a_token_without_kid_gets_the_key_only_when_there_is_one(
     route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
     clock.now += 10
     assert await keys.key(None, "ES256") is None
+
+
+class Stream(httpx.AsyncByteStream):
+    """A body of ``chunks`` pieces of 64 KiB, counting how many were read."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+        self.read = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(self.chunks):
+            self.read += 1
+            yield b" " * 65536
+
+
+@respx.mock
+async def test_a_key_set_over_the_cap_is_refused_after_reading_no_more_than_the_cap(
+    http: httpx.AsyncClient,
+) -> None:
+    """Read as it travels: a 64 MiB answer without a length stops at the 256 KiB cap."""
+    body = Stream(1024)
+    respx.get(JWKS).mock(return_value=httpx.Response(200, stream=body))
+    with pytest.raises(JwksUnavailableError):
+        await JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic()).key("a", "ES256")
+    assert body.read == MAX_DOCUMENT_BYTES // 65536 + 1
+
+
+@respx.mock
+async def test_a_key_set_declaring_a_length_over_the_cap_is_not_read(
+    http: httpx.AsyncClient,
+) -> None:
+    body = Stream(8)
+    headers = {"content-length": str(MAX_DOCUMENT_BYTES + 1)}
+    respx.get(JWKS).mock(return_value=httpx.Response(200, headers=headers, stream=body))
+    with pytest.raises(JwksUnavailableError):
+        await JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic()).key("a", "ES256")
+    assert body.read == 0
+
+
+@respx.mock
+async def test_key_documents_are_asked_for_as_sent_and_a_compressed_one_is_refused(
+    http: httpx.AsyncClient,
+) -> None:
+    """A compressed body could inflate far past the cap: it is refused, never decoded."""
+    document = json.dumps({"keys": [jwk("a")]}).encode()
+    route = respx.get(JWKS).mock(
+        return_value=httpx.Response(
+            200, headers={"content-encoding": "gzip"}, content=gzip.compress(document)
+        )
+    )
+    with pytest.raises(JwksUnavailableError):
+        await JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic()).key("a", "ES256")
+    assert route.calls.last.request.headers["accept-encoding"] == "identity"

@@ -11,7 +11,9 @@ token after ``max_age_seconds`` (5 min; a removed key stops being trusted within
 when a token names a ``kid`` the set lacks (key rotation) but at most once per
 ``refetch_interval_seconds`` (10 s), so tokens with made-up ``kid`` values cannot make this
 server hammer the AS. Concurrent misses share one fetch. A failed fetch keeps the keys already
-known. Keys whose ``use`` is not ``sig`` are ignored.
+known. Keys whose ``use`` is not ``sig`` are ignored. Each document is read as sent and at most
+``MAX_DOCUMENT_BYTES`` of it (``adapters.http_body``), so a hostile or broken endpoint cannot
+make this server buffer or inflate a large body.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import jwt
 
+from expert_booking.adapters.http_body import IDENTITY_HEADERS, read_capped
 from expert_booking.settings import https_or_loopback_url
 
 logger = logging.getLogger("expert_booking.auth")
@@ -174,11 +177,14 @@ class JwksCache:
         raise KeyDocumentError("no usable authorization server metadata: " + "; ".join(errors))
 
     async def _get_json(self, url: str) -> Mapping[str, Any]:
-        response = await self._http.get(url, headers={"Accept": "application/json"})
-        response.raise_for_status()
-        if len(response.content) > MAX_DOCUMENT_BYTES:
-            raise KeyDocumentError(f"{url} answered more than {MAX_DOCUMENT_BYTES} bytes")
-        document = json.loads(response.content)
+        headers = {"accept": "application/json", **IDENTITY_HEADERS}
+        async with self._http.stream("GET", url, headers=headers) as response:
+            response.raise_for_status()
+            try:
+                body = await read_capped(response, MAX_DOCUMENT_BYTES)
+            except ValueError as exc:
+                raise KeyDocumentError(f"{url}: {exc}") from exc
+        document = json.loads(body)
         if not isinstance(document, dict):
             raise KeyDocumentError(f"{url} did not answer a JSON object")
         return document

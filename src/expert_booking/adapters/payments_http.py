@@ -26,6 +26,12 @@ from opentelemetry.trace import (
     Tracer,
 )
 
+from expert_booking.adapters.http_body import (
+    IDENTITY_HEADERS,
+    BodyTooLargeError,
+    EncodedBodyError,
+    read_capped,
+)
 from expert_booking.domain.errors import PaymentUnavailableError
 from expert_booking.domain.model import (
     PaymentAnswer,
@@ -49,10 +55,6 @@ MAX_ANSWER_BYTES = 64 * 1024
 
 class _MalformedAnswerError(ValueError):
     """The 200 body is not a payment answer of the contract's shape."""
-
-
-class _AnswerTooLargeError(ValueError):
-    """The body is longer than ``MAX_ANSWER_BYTES``."""
 
 
 class HttpPaymentQuery:
@@ -128,7 +130,7 @@ class HttpPaymentQuery:
             "traceparent": exchange.traceparent,
             REQUEST_SENT_HEADER: exchange.sent_at,
             "accept": "application/json",
-            "accept-encoding": "identity",
+            **IDENTITY_HEADERS,
         }
         try:
             async with (
@@ -142,12 +144,12 @@ class HttpPaymentQuery:
                 span.set_attribute("http.response.status_code", response.status_code)
                 if response.status_code != httpx.codes.OK:
                     raise PaymentUnavailableError(reason="HTTP_STATUS")
-                body = await _read_capped(response, self._max_bytes)
+                body = await read_capped(response, self._max_bytes)
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise PaymentUnavailableError(reason="TIMEOUT") from exc
-        except _AnswerTooLargeError as exc:
+        except BodyTooLargeError as exc:
             raise PaymentUnavailableError(reason="TOO_LARGE") from exc
-        except _MalformedAnswerError as exc:
+        except EncodedBodyError as exc:
             raise PaymentUnavailableError(reason="MALFORMED") from exc
         except httpx.HTTPError as exc:
             raise PaymentUnavailableError(reason="CONNECTION") from exc
@@ -171,24 +173,6 @@ class HttpPaymentQuery:
             paid_at=None if paid_at is None else parse_instant(paid_at),
             received_at=received_at,
         )
-
-
-async def _read_capped(response: httpx.Response, limit: int) -> bytes:
-    """The body as sent (no content decoding), refused once it exceeds ``limit`` bytes."""
-    encoding = response.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in {"", "identity"}:
-        raise _MalformedAnswerError("a Content-Encoding was sent although identity was asked")
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _AnswerTooLargeError
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():  # identity only (checked above): as sent
-        size += len(chunk)
-        if size > limit:
-            raise _AnswerTooLargeError
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 @dataclass(slots=True)
