@@ -6,7 +6,7 @@ import contextlib
 import io
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from expert_booking.adapters.seed import SeedExpert, SeedSlot
 from expert_booking.call_context import LOCAL, CallContext
 from expert_booking.domain.model import (
     Booking,
@@ -189,6 +190,48 @@ def make_slot(starts_at: datetime = SLOT_AI_001_STARTS_AT) -> Slot:
         ends_at=starts_at + timedelta(hours=1),
         price=Money("500.00", "CNY"),
     )
+
+
+SEED_SLOT_AI_002 = Slot(
+    slot_id="slot-ai-002",
+    expert_id="exp-ai-001",
+    expert_name="Dr. Lin Wei",
+    specialty="AI",
+    starts_at=SLOT_AI_001_STARTS_AT + timedelta(days=1),
+    ends_at=SLOT_AI_001_STARTS_AT + timedelta(days=1, hours=1),
+    price=Money("500.00", "CNY"),
+)
+"""The seed's other AI slot: the one alternative to a taken ``slot-ai-001`` in the seed."""
+
+
+Catalog = tuple[Sequence[SeedExpert], Sequence[SeedSlot]]
+"""Experts and slots beyond the seed's (a store's wider catalog)."""
+
+# Two more AI experts with slots at slot-ai-001's start (02:00) and elsewhere, and more hours of
+# exp-ai-001 on both sides of it, one (x01, 01:30) at another price.
+WIDER_CATALOG: Catalog = (
+    (
+        SeedExpert("exp-ai-002", "Dr. Mei Zhou", "AI", "AI agents"),
+        SeedExpert("exp-ai-003", "Dr. Jonas Berg", "AI", "AI vision"),
+    ),
+    tuple(
+        SeedSlot(
+            slot_id, expert, f"2030-09-0{start}:00.000Z", f"2030-09-0{end}:00.000Z", price, "CNY"
+        )
+        for slot_id, expert, start, end, price in (
+            ("slot-ai-b01", "exp-ai-001", "1T22:00", "1T23:00", "500.00"),
+            ("slot-ai-b02", "exp-ai-001", "1T23:00", "2T00:00", "500.00"),
+            ("slot-ai-b03", "exp-ai-001", "2T00:00", "2T01:00", "500.00"),
+            ("slot-ai-b04", "exp-ai-001", "2T01:00", "2T02:00", "500.00"),
+            ("slot-ai-x01", "exp-ai-001", "2T01:30", "2T02:30", "900.00"),
+            ("slot-ai-a01", "exp-ai-001", "2T03:00", "2T04:00", "500.00"),
+            ("slot-ai-a02", "exp-ai-001", "2T04:00", "2T05:00", "500.00"),
+            ("slot-mz-001", "exp-ai-002", "2T02:00", "2T03:00", "500.00"),
+            ("slot-mz-002", "exp-ai-002", "2T03:00", "2T04:00", "500.00"),
+            ("slot-jb-001", "exp-ai-003", "2T02:00", "2T03:00", "500.00"),
+        )
+    ),
+)
 
 
 def make_booking(booking_id: str = "booking-x", **changes: Any) -> Booking:

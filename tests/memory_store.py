@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
-from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
+from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS, SeedExpert, SeedSlot
 from expert_booking.domain.errors import (
     BookingNotFoundError,
     InternalError,
@@ -39,6 +39,7 @@ from expert_booking.ports import (
     BookingListResult,
     HoldLookup,
     IdempotencyRecord,
+    SlotNeighbours,
     SlotQuery,
     SlotSearchResult,
     SlotStanding,
@@ -72,8 +73,13 @@ class _State:
         return _State(dict(self.bookings), dict(self.records))
 
 
-def _seed() -> tuple[dict[str, _Expert], dict[str, Slot]]:
-    experts = {e.expert_id: _Expert(e.name, e.specialty, e.keywords) for e in SEED_EXPERTS}
+def _seed(
+    extra_experts: Sequence[SeedExpert] = (), extra_slots: Sequence[SeedSlot] = ()
+) -> tuple[dict[str, _Expert], dict[str, Slot]]:
+    experts = {
+        e.expert_id: _Expert(e.name, e.specialty, e.keywords)
+        for e in (*SEED_EXPERTS, *extra_experts)
+    }
     slots = {
         s.slot_id: Slot(
             slot_id=s.slot_id,
@@ -84,7 +90,7 @@ def _seed() -> tuple[dict[str, _Expert], dict[str, Slot]]:
             ends_at=parse_instant(s.ends_at),
             price=Money(s.price_amount, s.price_currency),
         )
-        for s in SEED_SLOTS
+        for s in (*SEED_SLOTS, *extra_slots)
     }
     return experts, slots
 
@@ -236,8 +242,11 @@ def _owned(booking: Booking | None, owner: str) -> Booking | None:
 class MemoryBookingStore:
     """``ports.BookingStore`` in process memory, seeded like a new SQLite database."""
 
-    def __init__(self) -> None:
-        self._experts, self._slots = _seed()
+    def __init__(
+        self, *, experts: Sequence[SeedExpert] = (), slots: Sequence[SeedSlot] = ()
+    ) -> None:
+        """Seeded like a new database, plus ``experts`` and ``slots`` (a wider catalog)."""
+        self._experts, self._slots = _seed(experts, slots)
         self._committed = _State()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-store")
 
@@ -257,6 +266,43 @@ class MemoryBookingStore:
         tx = MemoryTransaction(self._committed, self._experts, self._slots)
         bookings, total = tx.list_bookings(query, offset, limit)
         return BookingListResult(bookings, total, tx.next_hold_expiry())
+
+    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+        target = self._slots.get(slot_id)
+        if target is None:
+            return SlotNeighbours(None, [])
+        taken = {
+            b.slot_id
+            for b in self._committed.bookings.values()
+            if b.status in ACTIVE_STATUSES and not b.is_overdue(now)
+        }
+        free = [
+            slot
+            for slot in self._slots.values()
+            if slot.slot_id != slot_id and slot.slot_id not in taken and slot.starts_at > now
+        ]
+        mine = [slot for slot in free if slot.expert_id == target.expert_id]
+        before = sorted(
+            (slot for slot in mine if slot.starts_at < target.starts_at),
+            key=lambda slot: (slot.starts_at, slot.slot_id),
+            reverse=True,
+        )
+        after = sorted(
+            (slot for slot in mine if slot.starts_at >= target.starts_at),
+            key=lambda slot: (slot.starts_at, slot.slot_id),
+        )
+        colleagues = sorted(
+            (
+                slot
+                for slot in free
+                if slot.expert_id != target.expert_id
+                and slot.specialty == target.specialty
+                and slot.starts_at == target.starts_at
+            ),
+            key=lambda slot: slot.slot_id,
+        )
+        count = max(0, limit)
+        return SlotNeighbours(target, [*before[:count], *after[:count], *colleagues[:count]])
 
     async def run(self, work: Callable[[Transaction], T]) -> T:
         """One transaction at a time on the store's one worker thread, in submission order.

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         BookingListResult,
         BookingStore,
         Clock,
+        SlotNeighbours,
         SlotQuery,
         SlotSearchResult,
         Transaction,
@@ -77,6 +78,9 @@ class _StoreOpenedAtStartup:
         self, query: BookingListQuery, offset: int, limit: int
     ) -> BookingListResult:
         return await self._opened().peek_bookings(query, offset, limit)
+
+    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+        return await self._opened().peek_slots_near(slot_id, now, limit)
 
     def _opened(self) -> SqliteBookingStore:
         if self._store is None:

@@ -113,6 +113,17 @@ class SlotSearchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SlotNeighbours:
+    """A slot and free slots that could stand in for it (``BookingStore.peek_slots_near``).
+
+    ``slot`` is ``None`` when no slot has the id (then there are no candidates).
+    """
+
+    slot: Slot | None
+    candidates: list[Slot]
+
+
+@dataclass(frozen=True, slots=True)
 class SlotStanding:
     """A slot (joined with its expert) and whether it is free (no HELD or CONFIRMED booking)."""
 
@@ -239,6 +250,19 @@ class BookingStore(Protocol):
         self, query: BookingListQuery, offset: int, limit: int
     ) -> BookingListResult:
         """``list_bookings`` and ``next_hold_expiry`` from one committed snapshot."""
+        ...
+
+    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+        """Slot ``slot_id`` and free slots near it, from one committed snapshot.
+
+        Free: no HELD or CONFIRMED booking, starting after ``now``; an overdue hold
+        (``expires_at <= now``) does not count, as the next transaction releases it (nothing
+        is released here). The candidates, never the slot itself,
+        are at most ``limit`` of each: the same expert's slots starting before the slot,
+        latest first; the same expert's starting at or after it, earliest first (ties by slot
+        id); other experts' of the same specialty starting at the same instant, by slot id.
+        In no promised order: ranking them is ``domain.conflicts``'s.
+        """
         ...
 
     async def run(self, work: Callable[[Transaction], T]) -> T:

@@ -6,18 +6,22 @@ scope: RESCHEDULE_PRICE_DIFFERS). One transaction: the update that moves the boo
 checked by the store's uniqueness guarantee on the new slot as it leaves the old one, so the
 new slot is secured before the old one is free, or nothing changes (SLOT_UNAVAILABLE). The
 person approves the RESCHEDULE intent (``domain.intents``), which names the new slot and start.
+A taken or started target's SLOT_UNAVAILABLE offers free slots at the same price instead
+(``details.alternatives``, read after the refusal).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import (
     BookingError,
     BookingNotFoundError,
     SlotNotFoundError,
+    SlotUnavailableError,
 )
 from expert_booking.domain.intents import reschedule_intent
 from expert_booking.domain.lifecycle import changeable, reschedule_refusal, rescheduled
@@ -25,6 +29,7 @@ from expert_booking.domain.model import (
     Booking,
     BookingStatus,
     HumanApproval,
+    Slot,
     canonical_idempotency_key,
 )
 from expert_booking.domain.rules import check_intent_approval
@@ -36,6 +41,12 @@ from expert_booking.replay import Writes, fingerprint, replay_outcome, unwrap
 RESCHEDULE_SCOPE = "booking.reschedule_booking"
 
 _RESCHEDULABLE = frozenset({BookingStatus.CONFIRMED})
+
+
+class Alternatives(Protocol):
+    """``BookingService.alternatives_to``: free slots to offer instead of a taken one."""
+
+    async def __call__(self, slot_id: str, *, same_price: bool = ...) -> tuple[Slot, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +66,13 @@ class RescheduleBooking:
 class Rescheduling:
     """Runs ``booking.reschedule_booking`` on the service's transactions."""
 
-    def __init__(self, *, writes: Writes, clock: Clock, policy: BookingPolicy) -> None:
+    def __init__(
+        self, *, writes: Writes, clock: Clock, policy: BookingPolicy, alternatives: Alternatives
+    ) -> None:
         self._writes = writes
         self._clock = clock
         self._policy = policy
+        self._alternatives = alternatives
 
     async def reschedule_booking(self, command: RescheduleBooking, context: CallContext) -> Booking:
         """Move a CONFIRMED booking to a free slot of the same price, after human approval.
@@ -83,9 +97,17 @@ class Rescheduling:
             outcome = self._move(tx, command, owner, digest, now)
             return outcome, released, isinstance(outcome, Booking)
 
-        outcome, released, changed = await self._writes.run_write(work)
-        self._writes.after_write(released=released, changed=changed)
-        return unwrap(outcome)
+        try:
+            outcome, released, changed = await self._writes.run_write(work)
+            self._writes.after_write(released=released, changed=changed)
+            return unwrap(outcome)
+        except SlotUnavailableError as refusal:
+            # The target is taken or started (the same price as the booking's, or the price
+            # refusal would have come first): offer free slots at that price instead.
+            refusal.details["alternatives"] = await self._alternatives(
+                command.new_slot_id, same_price=True
+            )
+            raise
 
     def _move(
         self, tx: Transaction, command: RescheduleBooking, owner: str, digest: str, now: datetime

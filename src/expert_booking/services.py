@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from expert_booking.call_context import CallContext
 from expert_booking.cancellation import CancelBooking, Cancellation
+from expert_booking.domain.conflicts import ALTERNATIVES_LIMIT, rank_alternatives
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import (
     BookingError,
@@ -177,7 +178,9 @@ class BookingService:
         self._cancellation = Cancellation(
             writes=self, payments=payments, clock=clock, policy=policy
         )
-        self._rescheduling = Rescheduling(writes=self, clock=clock, policy=policy)
+        self._rescheduling = Rescheduling(
+            writes=self, clock=clock, policy=policy, alternatives=self.alternatives_to
+        )
 
     async def cancel_booking(self, command: CancelBooking, context: CallContext) -> Booking:
         """``Cancellation.cancel_booking`` (module ``cancellation``)."""
@@ -268,9 +271,32 @@ class BookingService:
                 return replayed, released
             return self._hold(tx, command, found.slot, fingerprint, now, owner=owner), released
 
-        outcome, released = await self.run_write(work)
-        self.after_write(released=released, changed=isinstance(outcome, Booking))
-        return unwrap(outcome)
+        try:
+            outcome, released = await self.run_write(work)
+            self.after_write(released=released, changed=isinstance(outcome, Booking))
+            return unwrap(outcome)
+        except SlotUnavailableError as refusal:
+            refusal.details["alternatives"] = await self.alternatives_to(command.slot_id)
+            raise
+
+    async def alternatives_to(self, slot_id: str, *, same_price: bool = False) -> tuple[Slot, ...]:
+        """Free slots to offer instead of ``slot_id`` (``domain.conflicts``), best first.
+
+        Read after the refusal, outside any transaction, from the last committed state: a
+        hint, not a reservation (another caller may hold one first; the hold decides). With
+        ``same_price`` only slots at the refused slot's price (a reschedule charges no
+        difference). A store failure here costs the hint only, not the refusal.
+        """
+        now = self._clock.now()
+        try:
+            near = await self._store.peek_slots_near(slot_id, now, ALTERNATIVES_LIMIT)
+        except BookingError:
+            logger.warning("alternatives to a taken slot could not be read", exc_info=True)
+            return ()
+        if near.slot is None:
+            return ()
+        price = near.slot.price if same_price else None
+        return rank_alternatives(near.slot, near.candidates, now=now, price=price)
 
     async def confirm_booking(self, command: ConfirmBooking, context: CallContext) -> Booking:
         """Confirm a held booking after human approval and a matching PAID payment.

@@ -73,6 +73,7 @@ POLICY = BookingPolicy(
 SLOT_IDS = [slot.slot_id for slot in SEED_SLOTS]
 PRICES = {slot.slot_id: (slot.price_amount, slot.price_currency) for slot in SEED_SLOTS}
 STARTS = {slot.slot_id: slot.starts_at for slot in SEED_SLOTS}  # the exact strings an intent shows
+EXPERTS = {slot.slot_id: slot.expert_id for slot in SEED_SLOTS}
 ACTION_APPROVALS = ["fresh"] * 5 + ["none", "stale", "before_intent", "reject", "wrong_kind"]
 CANCEL_ANSWERS = ["PENDING", "PENDING", "PAID", "FAILED", "CLOSED", "UNAVAILABLE"]
 CUSTOMERS = [
@@ -203,10 +204,30 @@ class BookingMachine(RuleBasedStateMachine):
             self.tmp.cleanup()
 
     def call(self, coroutine: Coroutine[Any, Any, Booking]) -> Booking | str:
+        self.refusal: BookingError | None = None
         try:
             return self.run(coroutine)
         except BookingError as exc:
+            self.refusal = exc
             return exc.code
+
+    def assert_alternatives_to(self, slot_id: str) -> None:
+        """The refusal offers exactly what the model has free instead of ``slot_id``.
+
+        In the seed each expert has two slots at one price and no colleague of its specialty:
+        the one alternative is the expert's other slot, if free and not started.
+        """
+        assert self.refusal is not None
+        offered = [slot.slot_id for slot in self.refusal.details["alternatives"]]
+        now = self.clock.now()
+        assert offered == [
+            other
+            for other in SLOT_IDS
+            if other != slot_id
+            and EXPERTS[other] == EXPERTS[slot_id]
+            and not self.slot_is_taken(other)
+            and datetime.fromisoformat(STARTS[other]) > now
+        ]
 
     def slot_is_taken(self, slot_id: str) -> bool:
         now = self.clock.now()
@@ -254,6 +275,7 @@ class BookingMachine(RuleBasedStateMachine):
             assert outcome == expected
         elif taken:
             assert outcome == "SLOT_UNAVAILABLE"
+            self.assert_alternatives_to(slot_id)
         else:
             assert isinstance(outcome, Booking), outcome
             assert (outcome.slot_id, outcome.customer) == (slot_id, command.customer)
@@ -531,6 +553,8 @@ class BookingMachine(RuleBasedStateMachine):
         )
         if refusal is not None:
             assert outcome == refusal
+            if refusal == "SLOT_UNAVAILABLE":
+                self.assert_alternatives_to(command.new_slot_id)
             return
         assert isinstance(outcome, Booking), outcome
         assert (outcome.slot_id, outcome.version) == (command.new_slot_id, version + 1)

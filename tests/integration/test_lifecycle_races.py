@@ -213,6 +213,39 @@ async def test_a_hold_paid_while_the_cancel_is_under_way_needs_an_approval_then_
     )
 
 
+async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_no_recorded_refund(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    """The cancel sees PENDING and wins; the confirm in flight then hears PAID, too late.
+
+    Nothing records that payment: the booking stays CANCELLED with payment PENDING and no
+    ``refundDue`` (NOTES.md: a payment made after the cancel's query is the systems' around).
+    """
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+
+    async def cancel_then_person_pays() -> Booking | str:
+        cancelled = await _outcome(
+            service.cancel_booking(CancelBooking(held.booking_id, 1, _key(), None), CONTEXT)
+        )
+        clock.advance(5)
+        payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+        return cancelled
+
+    confirmed, cancelled = await _run_while_held_open(
+        payments,
+        held.booking_id,
+        service.confirm_booking(_confirm(held, clock), CONTEXT),
+        cancel_then_person_pays(),
+    )
+    assert isinstance(cancelled, Booking)
+    assert (cancelled.status, cancelled.refund_due) == (BookingStatus.CANCELLED, False)
+    assert confirmed == "VERSION_CONFLICT"  # the re-read after the payment query saw the cancel
+    now = await _get(service, held)
+    assert now == cancelled
+    assert (now.payment.status, now.refund_due) == (PaymentStatus.PENDING, False)
+
+
 async def test_a_reschedule_and_holds_of_its_target_slot_leave_one_winner(
     service: BookingService, payments: GatedPayments, clock: MutableClock, store: BookingStore
 ) -> None:

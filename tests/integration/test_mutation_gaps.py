@@ -20,6 +20,7 @@ import pytest
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
 from expert_booking.edge.error_texts import wire_details
+from expert_booking.edge.wire import render_slot
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import SlotQuery
 from expert_booking.services import (
@@ -29,7 +30,14 @@ from expert_booking.services import (
     HoldSlot,
     SearchSlots,
 )
-from tests.fakes import CONTEXT, FakePayments, MutableClock, answer, approval
+from tests.fakes import (
+    CONTEXT,
+    SEED_SLOT_AI_002,
+    FakePayments,
+    MutableClock,
+    answer,
+    approval,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -259,7 +267,10 @@ async def test_refusal_details_name_what_the_recovery_sentences_refer_to(
             "VERSION_CONFLICT",
             {"bookingId": booking_id, "expectedVersion": 3, "currentVersion": 1},
         ),
-        "slot-taken": ("SLOT_UNAVAILABLE", {"slotId": "slot-ai-001"}),
+        "slot-taken": (
+            "SLOT_UNAVAILABLE",
+            {"slotId": "slot-ai-001", "alternatives": [render_slot(SEED_SLOT_AI_002)]},
+        ),
         "no-slot": ("SLOT_NOT_FOUND", {"slotId": "slot-none"}),
         "no-booking": ("BOOKING_NOT_FOUND", {"bookingId": "booking-none"}),
         "required": ("HUMAN_APPROVAL_REQUIRED", {"bookingId": booking_id}),

@@ -24,6 +24,7 @@ from expert_booking.domain.model import (
     PaymentAnswer,
 )
 from expert_booking.edge.error_texts import message_of, wire_details
+from expert_booking.edge.wire import render_intent, render_slot
 from expert_booking.ports import TraceContext
 from expert_booking.services import (
     BookingService,
@@ -36,6 +37,7 @@ from tests.fakes import (
     ALL,
     CONTEXT,
     POLICY,
+    SEED_SLOT_AI_002,
     SLOT_AI_001_STARTS_AT,
     FakePayments,
     MutableClock,
@@ -98,7 +100,8 @@ async def test_a_slot_that_has_started_cannot_be_held_and_the_refusal_says_so(
     assert (refused.code, message_of(refused), wire_details(refused)) == (
         "SLOT_UNAVAILABLE",
         "The slot has already started.",
-        {"slotId": "slot-ai-001"},
+        # The expert's other (seed) slot, the next day, is offered instead.
+        {"slotId": "slot-ai-001", "alternatives": [render_slot(SEED_SLOT_AI_002)]},
     )
 
 
@@ -125,7 +128,13 @@ async def test_confirm_refusals_name_the_booking_and_the_key(
     assert found == {
         "mismatch": (
             "APPROVAL_INTENT_MISMATCH",
-            {"bookingId": held.booking_id, "fields": ["amount"]},
+            {
+                "bookingId": held.booking_id,
+                "fields": ["amount"],
+                "changes": [{"field": "amount", "approvedValue": "1.00", "currentValue": "500.00"}],
+                "intent": render_intent(held.intent),
+                "intentHash": held.intent.digest(),
+            },
         ),
         "missing": ("BOOKING_NOT_FOUND", {"bookingId": "booking-none"}),
         "key": ("IDEMPOTENCY_CONFLICT", {"idempotencyKey": key}),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from expert_booking.ports import BookingStore
+from tests.fakes import WIDER_CATALOG
 from tests.store_engines import ENGINES
 
 
@@ -15,4 +16,13 @@ from tests.store_engines import ENGINES
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BookingStore]:
     """A fresh store of each engine, seeded with the six 2030 slots."""
     async with ENGINES[request.param](tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture(params=sorted(ENGINES))
+async def wider_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[BookingStore]:
+    """A fresh store of each engine: the seed plus ``tests.fakes.WIDER_CATALOG``."""
+    async with ENGINES[request.param](tmp_path, WIDER_CATALOG) as opened:
         yield opened

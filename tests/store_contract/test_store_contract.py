@@ -20,6 +20,7 @@ from expert_booking.domain.model import (
     Booking,
     BookingStatus,
     Customer,
+    Money,
     Payment,
     PaymentStatus,
     Slot,
@@ -32,6 +33,7 @@ from expert_booking.ports import (
     BookingStore,
     HoldLookup,
     IdempotencyRecord,
+    SlotNeighbours,
     SlotQuery,
     SlotSearchResult,
     SlotStanding,
@@ -40,6 +42,7 @@ from expert_booking.ports import (
 from tests.fakes import (
     ALL,
     SEED_ORDER,
+    SLOT_AI_001_STARTS_AT,
     T0,
     insert_bookings,
     make_booking,
@@ -248,6 +251,102 @@ async def test_moving_a_booking_secures_the_new_slot_and_frees_the_old_in_one_st
     restored = await store.run(lambda tx: tx.get_booking(booking.booking_id, owner=LOCAL_OWNER))
     assert restored is not None
     assert restored.history == moved.history
+
+
+# --- free slots near a slot (help on conflict) ------------------------------------------
+
+
+def _near_ids(found: SlotNeighbours) -> list[str]:
+    return sorted(slot.slot_id for slot in found.candidates)
+
+
+async def test_slots_near_a_slot_are_its_experts_nearest_hours_and_colleagues_at_its_start(
+    wider_store: BookingStore,
+) -> None:
+    found = await wider_store.peek_slots_near("slot-ai-001", T0, 3)
+    assert found.slot is not None
+    assert (found.slot.slot_id, found.slot.specialty, found.slot.starts_at) == (
+        "slot-ai-001",
+        "AI",
+        SLOT_AI_001_STARTS_AT,
+    )
+    # Three before (latest first: not b01, b02), three at or after (earliest first), and the
+    # other AI experts at 02:00 (not slot-mz-002 at 03:00); never the slot itself.
+    assert _near_ids(found) == sorted(
+        [
+            *("slot-ai-x01", "slot-ai-b04", "slot-ai-b03"),
+            *("slot-ai-a01", "slot-ai-a02", "slot-ai-002"),
+            *("slot-jb-001", "slot-mz-001"),
+        ]
+    )
+    assert {slot.slot_id: slot for slot in found.candidates}["slot-mz-001"] == Slot(
+        slot_id="slot-mz-001",
+        expert_id="exp-ai-002",
+        expert_name="Dr. Mei Zhou",
+        specialty="AI",
+        starts_at=SLOT_AI_001_STARTS_AT,
+        ends_at=SLOT_AI_001_STARTS_AT + timedelta(hours=1),
+        price=Money("500.00", "CNY"),
+    )
+    one = await wider_store.peek_slots_near("slot-ai-001", T0, 1)
+    assert _near_ids(one) == ["slot-ai-a01", "slot-ai-x01", "slot-jb-001"]
+    assert (await wider_store.peek_slots_near("slot-ai-001", T0, 0)).candidates == []
+
+
+async def test_slots_near_a_slot_leave_out_taken_and_started_slots(
+    wider_store: BookingStore,
+) -> None:
+    await insert_bookings(
+        wider_store,
+        make_booking("booking-a", slot_id="slot-ai-001"),
+        make_booking("booking-b", slot_id="slot-ai-b04"),
+        make_booking("booking-c", slot_id="slot-mz-001", status=BookingStatus.CONFIRMED),
+        make_booking("booking-d", slot_id="slot-ai-a01", status=BookingStatus.EXPIRED),
+        make_booking("booking-e", slot_id="slot-jb-001", status=BookingStatus.CANCELLED),
+        # HELD from T0, overdue from T0 + 300 s (as booking-b's): not released by a peek,
+        # yet from then on its slot counts as free.
+        make_booking("booking-f", slot_id="slot-ai-a02"),
+    )
+    found = await wider_store.peek_slots_near("slot-ai-001", T0, 3)
+    assert found.slot is not None  # a taken slot is still described
+    assert found.slot.slot_id == "slot-ai-001"
+    assert _near_ids(found) == sorted(
+        [
+            *("slot-ai-x01", "slot-ai-b03", "slot-ai-b02"),
+            *("slot-ai-a01", "slot-ai-002"),
+            "slot-jb-001",
+        ]
+    )
+    overdue = await wider_store.peek_slots_near("slot-ai-001", T0 + timedelta(seconds=300), 3)
+    assert _near_ids(overdue) == sorted(
+        [
+            *("slot-ai-x01", "slot-ai-b04", "slot-ai-b03"),
+            *("slot-ai-a01", "slot-ai-a02", "slot-ai-002"),
+            "slot-jb-001",
+        ]
+    )
+    # Slots starting at or before now are gone (b01 at 22:00, b02 at 23:00 began).
+    late = await wider_store.peek_slots_near("slot-ai-001", datetime(2030, 9, 1, 23, tzinfo=UTC), 5)
+    assert _near_ids(late) == sorted(
+        [
+            *("slot-ai-x01", "slot-ai-b04", "slot-ai-b03"),
+            *("slot-ai-a01", "slot-ai-a02", "slot-ai-002"),
+            "slot-jb-001",
+        ]
+    )
+
+
+async def test_slots_near_an_unknown_slot_are_none(store: BookingStore) -> None:
+    assert await store.peek_slots_near("slot-none", T0, 3) == SlotNeighbours(None, [])
+
+
+async def test_slots_near_a_slot_see_commits_only(store: BookingStore) -> None:
+    async with transaction_held_open(
+        store, lambda tx: tx.insert_booking(make_booking("booking-a", slot_id="slot-ai-002"))
+    ):
+        found = await store.peek_slots_near("slot-ai-001", T0, 3)
+        assert _near_ids(found) == ["slot-ai-002"]
+    assert _near_ids(await store.peek_slots_near("slot-ai-001", T0, 3)) == []
 
 
 async def test_a_cancelled_booking_round_trips_and_frees_its_slot(store: BookingStore) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from expert_booking import services
 from expert_booking.adapters import sqlite_transaction
-from expert_booking.domain import errors, rules
+from expert_booking.domain import conflicts, errors, rules
 from expert_booking.domain.errors import (
     BookingError,
     ErrorCode,
@@ -78,13 +78,13 @@ def test_details_are_shown_with_camel_case_keys_field_names_and_instants() -> No
 
 
 def test_the_domain_errors_and_rules_speak_no_wire_words() -> None:
-    for module in (errors, rules):
+    for module in (errors, rules, conflicts):
         text = Path(module.__file__ or "").read_text(encoding="utf-8")
         for wire_word in (*LOGICAL_NAMES, "tool_catalog", "idempotencyKey", "bookingId", "paidAt"):
             assert wire_word not in text, (module.__name__, wire_word)
 
 
 def test_no_error_is_raised_with_camel_case_details_behind_the_edge() -> None:
-    for module in (errors, rules, services, sqlite_transaction):
+    for module in (errors, rules, conflicts, services, sqlite_transaction):
         text = Path(module.__file__ or "").read_text(encoding="utf-8")
         assert re.findall(r"\b[a-z]+[A-Z]\w*=", text) == [], module.__name__

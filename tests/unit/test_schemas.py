@@ -233,6 +233,8 @@ def test_defs_copies_of_a_document_equal_that_document():
         ("booking_list_result", "booking_snapshot"),
         ("booking_list_result", "confirmation_intent"),
         ("envelope", "error"),
+        ("envelope", "slot"),
+        ("error", "slot"),
         ("slot_search_result", "slot"),
     }
 

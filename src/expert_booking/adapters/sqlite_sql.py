@@ -122,6 +122,41 @@ FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
 WHERE s.slot_id = ?
 """  # noqa: S608 - constant SQL fragments only, values are bound
 
+# Free slots near a slot (ports.BookingStore.peek_slots_near): the slot itself (kind 0), then
+# at most :limit of each candidate kind, each branch walking one index: the same expert's
+# slots before it (1) and at or after it (2) on slots_by_expert_start, other experts' of the
+# same specialty at the same start (3) on slots_by_start. One statement, one snapshot. An
+# overdue hold does not take its slot (the next transaction releases it).
+_NEAR_FREE = f"""
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id, target AS t
+WHERE s.slot_id <> t.slot_id AND s.starts_at > :now
+  AND NOT EXISTS (
+      SELECT 1 FROM bookings AS b
+      WHERE b.slot_id = s.slot_id AND b.status IN ({ACTIVE_STATUS_LIST})
+        AND NOT (b.status = 'HELD' AND b.expires_at <= :now))
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
+SLOTS_NEAR = f"""
+WITH target AS (
+    SELECT s.slot_id, s.expert_id, s.starts_at, e.specialty
+    FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
+    WHERE s.slot_id = :slot_id)
+SELECT 0 AS kind, {SLOT_COLUMNS}
+FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id WHERE s.slot_id = :slot_id
+UNION ALL
+SELECT * FROM (SELECT 1 AS kind, {SLOT_COLUMNS} {_NEAR_FREE}
+    AND s.expert_id = t.expert_id AND s.starts_at < t.starts_at
+    ORDER BY s.starts_at DESC, s.slot_id DESC LIMIT :limit)
+UNION ALL
+SELECT * FROM (SELECT 2 AS kind, {SLOT_COLUMNS} {_NEAR_FREE}
+    AND s.expert_id = t.expert_id AND s.starts_at >= t.starts_at
+    ORDER BY s.starts_at, s.slot_id LIMIT :limit)
+UNION ALL
+SELECT * FROM (SELECT 3 AS kind, {SLOT_COLUMNS} {_NEAR_FREE}
+    AND s.expert_id <> t.expert_id AND s.starts_at = t.starts_at AND e.specialty = t.specialty
+    ORDER BY s.slot_id LIMIT :limit)
+"""  # noqa: S608 - constant SQL fragments only, values are bound
+
 _TOKENS_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 

@@ -79,13 +79,21 @@ from expert_booking.adapters.sqlite_sql import (
     PEEK_BOOKINGS,
     PEEK_PAGE,
     SEARCH_COUNT,
+    SLOTS_NEAR,
+    SQLITE_MAX_INTEGER,
     casefold,
     list_params,
     search_params,
 )
 from expert_booking.adapters.sqlite_transaction import SqliteTransaction, translate_error
-from expert_booking.domain.model import Booking
-from expert_booking.ports import BookingListQuery, BookingListResult, SlotQuery, SlotSearchResult
+from expert_booking.domain.model import Booking, format_instant
+from expert_booking.ports import (
+    BookingListQuery,
+    BookingListResult,
+    SlotNeighbours,
+    SlotQuery,
+    SlotSearchResult,
+)
 
 __all__ = ["SqliteBookingStore", "SqliteTransaction", "booking_from_json", "booking_to_json"]
 
@@ -206,6 +214,20 @@ class SqliteBookingStore:
         if offset > 0:  # past the end: count separately (a later snapshot, as paging allows)
             total = int((await self._read(LIST_COUNT, params))[0]["total"])
         return BookingListResult([], total, next_expiry)
+
+    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+        """The slot and free slots near it (``ports.BookingStore``), one statement (one hop).
+
+        Overdue holds are not released, but their slots count as free.
+        """
+        params = {
+            "slot_id": slot_id,
+            "now": format_instant(now),
+            "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
+        }
+        rows = await self._read(SLOTS_NEAR, params)
+        slot = next((slot_from_row(row) for row in rows if row["kind"] == 0), None)
+        return SlotNeighbours(slot, [slot_from_row(row) for row in rows if row["kind"] != 0])
 
     async def _read(self, sql: str, params: Iterable[Any] | dict[str, Any]) -> list[sqlite3.Row]:
         """One statement on the read-only connection: autocommit, so its own snapshot."""

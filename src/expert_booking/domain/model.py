@@ -183,9 +183,9 @@ class Intent:
     currency: str
     version: int
 
-    def canonical_bytes(self) -> bytes:
-        """UTF-8 JSON, keys sorted, no whitespace."""
-        doc = {
+    def canonical_doc(self) -> dict[str, object]:
+        """The six fields keyed as in the canonical intent (and on the wire)."""
+        return {
             "amount": self.amount,
             "bookingId": self.booking_id,
             "currency": self.currency,
@@ -193,7 +193,10 @@ class Intent:
             "startsAt": self.starts_at,
             "version": self.version,
         }
-        return _CANONICAL_ENCODER.encode(doc).encode()
+
+    def canonical_bytes(self) -> bytes:
+        """UTF-8 JSON, keys sorted, no whitespace."""
+        return _CANONICAL_ENCODER.encode(self.canonical_doc()).encode()
 
     def digest(self) -> str:
         """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from expert_booking.domain.conflicts import intent_changes
 from expert_booking.domain.errors import (
     ApprovalIntentHashMismatchError,
     ApprovalIntentMismatchError,
@@ -71,7 +72,8 @@ def check_intent_approval(
     the intent was issued (less ``skew``: a person cannot approve what did not exist yet), hash,
     fields. With ``offer_intent`` a missing approval's error carries the intent to show
     (``details.intent``, ``details.intent_hash``): cancel and reschedule intents are issued
-    only that way.
+    only that way. A field mismatch always carries the current intent and its hash, and
+    ``details.changes`` (``conflicts.intent_changes`` of the approved and the current one).
 
     Raises:
         HumanApprovalRequiredError, HumanApprovalRejectedError, HumanApprovalExpiredError,
@@ -112,7 +114,15 @@ def check_intent_approval(
             for field in dataclasses.fields(current)
             if getattr(approval.intent, field.name, None) != getattr(current, field.name)
         ]
-        raise ApprovalIntentMismatchError(booking_id=booking_id, fields=fields)
+        # Help on conflict: what the person approved against what they would approve now,
+        # and the current intent to show them again (as HUMAN_APPROVAL_REQUIRED offers it).
+        raise ApprovalIntentMismatchError(
+            booking_id=booking_id,
+            fields=fields,
+            changes=intent_changes(approval.intent.canonical_doc(), current.canonical_doc()),
+            intent=current,
+            intent_hash=current.digest(),
+        )
 
 
 def apply_payment(

@@ -13,7 +13,8 @@ from typing import Any
 
 from expert_booking.domain.errors import BookingError, ErrorCode
 from expert_booking.domain.intents import ActionIntent
-from expert_booking.domain.model import format_instant
+from expert_booking.domain.model import Intent, format_instant
+from expert_booking.edge.wire import render_slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +50,9 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ),
     ErrorCode.SLOT_UNAVAILABLE: ErrorText(
         message="The slot is already held or booked, or has started.",
-        recovery="Another booking holds or owns this slot; search again and offer the user "
-        "a different free slot.",
+        recovery="Another booking holds or owns this slot, or it has started; offer the user "
+        "the free slots in details.alternatives (best first; hold the chosen slotId, which "
+        "another caller may take first), or search again.",
     ),
     ErrorCode.BOOKING_EXPIRED: ErrorText(
         message="The hold expired and the slot was released.",
@@ -117,9 +119,9 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ),
     ErrorCode.APPROVAL_INTENT_MISMATCH: ErrorText(
         message="The approved intent differs from the booking as it is now.",
-        recovery="The approved intent is not the booking as it is now; read the booking with "
-        "booking.get_booking, call again without humanApproval for a cancel or reschedule, and "
-        "ask the user to approve the current intent.",
+        recovery="The approved intent is not the booking as it is now; details.changes names "
+        "each field that differs. Show the user details.intent, ask them to approve it, and "
+        "send their approval of details.intent and details.intentHash, copied unchanged.",
     ),
     ErrorCode.INVALID_STATE: ErrorText(
         message="The booking's status does not allow this action.",
@@ -180,13 +182,22 @@ def wire_details(error: BookingError) -> dict[str, Any]:
     """``details`` as the wire shows them: camelCase keys, RFC 3339 instants.
 
     The domain names the fields of a mismatch (``details["fields"]``) by its own snake_case
-    names; they are shown camelCase too. Values the edge put there itself (``violations``)
-    pass unchanged.
+    names; they are shown camelCase too. Intents are shown as their canonical documents, the
+    alternatives of a taken slot as the slot search lists slots (``wire.render_slot``), the
+    changes of an intent mismatch as ``{field, approvedValue, currentValue}``. Values the
+    edge put there itself (``violations``) pass unchanged.
     """
     shown: dict[str, Any] = {}
     for key, value in error.details.items():
-        if isinstance(value, ActionIntent):
+        if isinstance(value, (Intent, ActionIntent)):
             value = value.canonical_doc()  # noqa: PLW2901 - the shown form of the same value
+        elif key == "alternatives":
+            value = [render_slot(slot) for slot in value]  # noqa: PLW2901 - as above
+        elif key == "changes":
+            value = [  # noqa: PLW2901 - as above
+                {"field": c.field, "approvedValue": c.approved, "currentValue": c.current}
+                for c in value
+            ]
         elif isinstance(value, datetime):
             value = format_instant(value)  # noqa: PLW2901 - the shown form of the same value
         elif key == "fields":
