@@ -33,6 +33,7 @@ from expert_booking.edge.request_context import (
     request_times,
 )
 from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.edge.timestamps import reserved_stamps
 from expert_booking.edge.tool_registry import (
     BY_NAME,
     CATALOG_CALL,
@@ -143,7 +144,9 @@ def build_mcp_server(
     # the schema on every tools/call; a schema without x-mcp-header has nothing to validate
     # (``None`` says so), so only annotated schemas are handed out (none today).
     header_schemas = {name: schema for name, schema in schemas.items() if x_mcp_header_map(schema)}
-    listing = types.ListToolsResult(
+    # Dumped once: the SDK dumps a model result on every request before validating it. Without
+    # the cache fields, which the SDK fills from ``cache_hints`` (a dict's own would win).
+    listed = types.ListToolsResult(
         tools=[
             types.Tool(
                 name=name,
@@ -154,12 +157,12 @@ def build_mcp_server(
             )
             for name, schema in schemas.items()
         ]
-    )
+    ).model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"ttl_ms", "cache_scope"})
 
     async def list_tools(
-        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return listing
+        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return _with_stamps(listed, asgi_scope(ctx))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -182,7 +185,7 @@ def build_mcp_server(
             if admission is None:
                 outcome = await dispatcher.run(params.name, args, action, context)
                 envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
-                return to_call_result(envelope)
+                return _with_stamps(to_call_result(envelope), scope)
             admitted = await admission.admit(params, scope, context)
             if isinstance(admitted, RateLimitedError):
                 action.fail(admitted.code)
@@ -201,7 +204,7 @@ def build_mcp_server(
                 )
             live = admission.live_meta(remaining)
             envelope = _envelope(outcome, client_sent_at, server_received_at, clock, live)
-        return to_call_result(envelope)
+        return _with_stamps(to_call_result(envelope), scope)
 
     server: Server[Any] = Server(
         SERVER_NAME,
@@ -209,16 +212,17 @@ def build_mcp_server(
         instructions=INSTRUCTIONS,
         cache_hints=dict.fromkeys(_LISTED_METHODS, LIST_CACHE_HINT),
         get_tool_input_schema=header_schemas.get,
-        on_list_tools=list_tools,
         on_list_prompts=_no_prompts,
         on_list_resources=_no_resources,
         on_list_resource_templates=_no_resource_templates,
         on_read_resource=_read_resource,
     )
-    # Registered as a plain request handler (``on_call_tool`` must return a CallToolResult
-    # model): the result goes out as the wire dict of envelope.to_call_result, which the SDK
-    # validates against the protocol's CallToolResult schema like any handler result.
+    # Registered as plain request handlers (``on_call_tool`` and ``on_list_tools`` must return
+    # models): the results go out as wire dicts (envelope.to_call_result, the listing dumped
+    # at startup) with the stamps reserved in ``_meta`` (``timestamps.reserved_stamps``), and
+    # the SDK validates them against the protocol's result schemas like any handler result.
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
     if not tracing_enabled:
         server.middleware[:] = [
             m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
@@ -298,6 +302,14 @@ def _unknown_tool(name: str) -> MCPError:
             data={"name": name, "callThrough": CATALOG_CALL},
         )
     return MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}")
+
+
+def _with_stamps(result: Mapping[str, Any], scope: Mapping[str, Any]) -> dict[str, Any]:
+    """``result`` with the wire stamps reserved in its ``_meta`` when the HTTP edge fills them."""
+    reserved = reserved_stamps(scope)
+    if reserved is None:
+        return dict(result)
+    return {**result, "_meta": dict(reserved)}
 
 
 def _envelope(

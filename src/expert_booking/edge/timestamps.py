@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import secrets
+from collections.abc import Mapping
+from typing import Any, Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -20,6 +22,14 @@ from expert_booking.edge.wire_time import (
 )
 from expert_booking.ports import Clock
 
+_PLACEHOLDER: Final = secrets.token_hex(12)  # as long as an instant; never sent, so unguessable
+_RESERVED_META: Final = {
+    CLIENT_SENT_META: _PLACEHOLDER,
+    SERVER_RECEIVED_META: _PLACEHOLDER,
+    SERVER_RESPONDED_META: _PLACEHOLDER,
+}
+# The reservation as the SDK writes it (``json.dumps`` with compact separators, keys in order).
+_RESERVED_TEXT: Final = json.dumps(_RESERVED_META, separators=(",", ":"))[1:-1].encode()
 _RECEIVED = SERVER_RECEIVED_HEADER.encode()
 _RESPONDED = SERVER_RESPONDED_HEADER.encode()
 _OWN_HEADERS = frozenset({b"content-length", _RECEIVED, _RESPONDED})
@@ -35,6 +45,11 @@ class TimestampLayer:
     when the gate validated one, ``clientSentAt`` (from ``scope[SCOPE_CLIENT_SENT_AT]``; never
     invented). An SSE response is passed through with the headers only. The router
     (``edge.http_app``) hands it exactly the requests that reach MCP.
+
+    This server's own result handlers reserve the three stamps in ``result._meta``
+    (:func:`reserved_stamps`), so the boundary writes them into the body's text in place; any
+    other result (the SDK's ``server/discover``, the empty listings) is parsed, stamped and
+    encoded again.
     """
 
     __slots__ = ("_app", "_clock")
@@ -48,6 +63,7 @@ class TimestampLayer:
         """Serve one HTTP request."""
         received_at = format_instant(self._clock.now())
         scope[SCOPE_RECEIVED_AT] = received_at
+        scope[_SCOPE_RESERVED] = _RESERVED_META
         await self._app(scope, receive, _StampingSend(send, scope, received_at, self._clock))
 
 
@@ -104,6 +120,20 @@ class _StampingSend:
         return {**start, "headers": headers}
 
 
+_SCOPE_RESERVED: Final = "expert_booking.reserved_stamps"
+
+
+def reserved_stamps(scope: Mapping[str, Any]) -> Mapping[str, str] | None:
+    """The ``result._meta`` entries a result handler adds so the boundary stamps it in place.
+
+    ``None`` when no ``TimestampLayer`` serves the request (the SDK's in-process client):
+    then nothing is reserved, and no placeholder can reach a client. The values are a
+    per-process placeholder that the boundary always replaces with the three stamps.
+    """
+    reserved = scope.get(_SCOPE_RESERVED)
+    return reserved if reserved is _RESERVED_META else None
+
+
 def _header(message: Message, name: bytes) -> bytes:
     for key, value in message.get("headers", ()):
         if key.lower() == name:
@@ -116,12 +146,26 @@ def _merge_result_meta(
 ) -> bytes:
     """Return ``body`` with the wire timestamps merged into ``result._meta`` (if it has one).
 
-    The whole message is parsed, merged and encoded again: with msgspec (``json_text``) that
-    costs what splicing the stamps into the SDK's text did (a tools/list body: 15-17 us either
-    way, against 70-80 us with ``json``). A body msgspec refuses (a lone surrogate escape,
-    ``NaN``, a number beyond its range) takes the standard library, and one that is not a
-    JSON-RPC result object, or would need ``NaN`` or ``Infinity`` written, goes out unstamped.
+    A result that reserved the stamps (:func:`reserved_stamps`) gets them written over the
+    reservation's text: only JSON structure can hold it (a quote inside a JSON string is
+    escaped), and the placeholder is this process's secret, so it is exactly that
+    ``result._meta``'s entries. Any other body is parsed, merged and encoded again with
+    msgspec (``json_text``; a tools/list body: 15-17 us). A body msgspec refuses (a lone
+    surrogate escape, ``NaN``, a number beyond its range) takes the standard library, and one
+    that is not a JSON-RPC result object, or would need ``NaN`` or ``Infinity`` written, goes
+    out unstamped.
     """
+    if client_sent_at is not None:
+        at = body.rfind(_RESERVED_TEXT)
+        if at >= 0:
+            filled = compact_text(
+                {
+                    CLIENT_SENT_META: client_sent_at,
+                    SERVER_RECEIVED_META: received_at,
+                    SERVER_RESPONDED_META: responded_at,
+                }
+            )[1:-1].encode()
+            return body[:at] + filled + body[at + len(_RESERVED_TEXT) :]
     stamps = {SERVER_RECEIVED_META: received_at, SERVER_RESPONDED_META: responded_at}
     if client_sent_at is not None:
         stamps = {CLIENT_SENT_META: client_sent_at, **stamps}
