@@ -131,4 +131,3 @@ def test_a_limit_of_two_still_keeps_one_place_for_another_expert() -> None:
     mine = [_slot(f"mine-{n}", n) for n in (1, 2, 3)]
     assert _ranked(*mine, colleague, limit=2) == ["mine-1", "mz"]
     assert _ranked(*mine, limit=2) == ["mine-1", "mine-2"]
-
