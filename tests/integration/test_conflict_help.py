@@ -253,7 +253,7 @@ async def test_alternatives_that_cannot_be_read_are_logged_with_the_cause(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def failing(_slot_id: str, _now: Any, _limit: int) -> SlotNeighbours:
+    async def failing(_slot_id: str, _now: Any, _limit: int, **_price: Any) -> SlotNeighbours:
         raise BookingError
 
     await _hold(service)
