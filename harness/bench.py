@@ -20,6 +20,13 @@ What runs (docs/perf-floor.md is the method):
   - ``real``: ``expert-booking-mcp serve`` on a fresh database (the six seed slots and one
     seed hold, the one ``get_booking`` reads, ``list_bookings`` lists and the replay repeats):
     the read tools are measured here;
+  - ``real+oauth``: the same CLI on its own fresh seed database in ``AUTH_MODE=oauth``, its
+    issuer npm ``oidc-provider`` on loopback (``harness.authorization_server``, started here),
+    quotas on with limits no run reaches (10^9 a minute: every call is counted, none refused):
+    its reads carry a real access token as ``Authorization: Bearer`` (verified once, then
+    found by its SHA-256 in the verifier's cache until it expires) and each is compared with
+    the same anonymous read on ``real`` in the same round (issue 14 item 7: p50 at c=1 at most
+    1.15x, req/s at c=16 at least 0.85x); ``get_booking`` reads the token principal's own hold;
   - ``real+slots``: the same CLI on a bench database, i.e. the store's own migrations and seed
     plus ``--slots`` extra slots (``harness.bench_db``), so that every measured hold is a
     successful hold transaction of its own slot and every confirm is a full confirm (fresh
@@ -28,7 +35,8 @@ What runs (docs/perf-floor.md is the method):
     would land in a random window).
 
 * Per round (``--rounds``, order shuffled each round, floor included): for every configuration a
-  short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window.
+  short warm-up, then concurrency 1 and 16, each bounded by a request count and a time window;
+  an authenticated configuration and its anonymous twin take their windows in turn.
   Ratios are taken per round against the floor's no-op ``tools/call`` of the same round, then the
   median over rounds is reported with its 95% confidence interval (``bench_report``): p50 at
   c=1, req/s at c=16 and server CPU us/request at c=16 (utime+stime of the server process over
@@ -70,6 +78,7 @@ from typing import Any
 
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.payment_stub import PaymentStub
+from harness.authorization_server import AuthorizationServer, Resource
 from harness.bench_cold_start import cold_start
 from harness.bench_context import ContextBudget, booking_bytes, budget_problems
 from harness.bench_db import BENCH_PRICE, bench_slot_id, create_bench_db
@@ -102,6 +111,7 @@ from harness.mcp_calls import (
     logical,
     tools_call,
     tools_list,
+    with_bearer,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -176,6 +186,8 @@ class Bench:
     stub: PaymentStub
     get_booking_id: str
     replayed_hold: dict[str, Any]  # the arguments of the seed hold: sent again, a replay
+    oauth_token: str = ""  # a read+write access token for the oauth server's resource
+    oauth_booking_id: str = ""  # the hold of that token's principal on the oauth server
     next_slot: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     sequence: Iterator[int] = field(default_factory=lambda: iter(range(10**9)))
     rates: dict[tuple[str, int], float] = field(default_factory=dict)  # last measured req/s
@@ -196,11 +208,12 @@ class Config:
 
     name: str
     server: str
-    kind: str  # floor | read | hold | confirm | info
+    kind: str  # floor | read | hold | confirm | info | auth
     check: Check
     make: Callable[[Bench], McpCall] | None = None
     # async (bench, count) -> make_call: a finite supply of count calls, None once used up
     prepare: Callable[[Bench, int], Any] | None = None
+    anonymous: str | None = None  # kind auth: the anonymous configuration it is judged against
 
 
 def _search_miss(bench: Bench) -> McpCall:
@@ -244,6 +257,12 @@ async def _prepare_confirms(bench: Bench, count: int) -> Callable[[int], McpCall
         calls.append(logical("booking.confirm_booking", arguments))
     supply = iter(calls)
     return lambda _index: next(supply, None)
+
+
+OAUTH = "real+oauth"
+OAUTH_RESOURCE = "https://bench.example/mcp"
+OAUTH_TOKEN_TTL_SECONDS = 24 * 3600  # longer than any run: no token expires mid-measurement
+UNREACHED_QUOTA = str(10**9)  # per minute: every call counted, none refused
 
 
 CONFIGS: tuple[Config, ...] = (
@@ -303,6 +322,26 @@ CONFIGS: tuple[Config, ...] = (
     ),
     Config("call confirm_booking", "real+slots", "confirm", envelope_ok, prepare=_prepare_confirms),
     Config("call search_slots (miss, +slots db)", "real+slots", "info", envelope_ok, _search_miss),
+    Config(
+        "call get_booking (oauth+quota)",
+        OAUTH,
+        "auth",
+        envelope_ok,
+        lambda b: with_bearer(
+            logical("booking.get_booking", {"bookingId": b.oauth_booking_id}), b.oauth_token
+        ),
+        anonymous="call get_booking",
+    ),
+    Config(
+        "call search_slots hit (oauth+quota)",
+        OAUTH,
+        "auth",
+        envelope_ok,
+        lambda b: with_bearer(
+            logical("booking.search_available_slots", {"query": "AI", "limit": 5}), b.oauth_token
+        ),
+        anonymous="call search_slots (cache hit)",
+    ),
 )
 
 
@@ -359,14 +398,15 @@ def _as_baseline_sees_it(make: Callable[[Bench], McpCall]) -> Callable[[Bench], 
 
 
 def selected(only: list[str] | None) -> tuple[Config, ...]:
-    """The configurations whose name contains one of ``only`` (all without it), floor first."""
+    """The configurations whose name contains one of ``only`` (all without it), floor first.
+
+    An authenticated configuration brings the anonymous one it is judged against.
+    """
     if not only:
         return CONFIGS
-    return tuple(
-        config
-        for config in CONFIGS
-        if config.kind == "floor" or any(text in config.name for text in only)
-    )
+    chosen = {config.name for config in CONFIGS if any(text in config.name for text in only)}
+    chosen |= {config.anonymous for config in CONFIGS if config.name in chosen and config.anonymous}
+    return tuple(config for config in CONFIGS if config.kind == "floor" or config.name in chosen)
 
 
 async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int], McpCall | None]:
@@ -378,18 +418,38 @@ async def calls_for(bench: Bench, config: Config, count: int) -> Callable[[int],
     return lambda _index: make(bench)
 
 
+def groups(configs: list[Config], rng: random.Random) -> list[list[Config]]:
+    """``configs`` in their order, each authenticated one grouped with its anonymous twin.
+
+    A pair is measured window by window in turn (``run_rounds``), its order drawn by ``rng``,
+    so that both sides of a ratio see the same seconds of a shared box.
+    """
+    names = {config.name for config in configs}
+    twins = {config.anonymous: config for config in configs if config.anonymous in names}
+    result = []
+    for config in configs:
+        if config.anonymous in names:
+            continue  # measured beside its anonymous twin
+        group = [config] if config.name not in twins else [config, twins[config.name]]
+        rng.shuffle(group)
+        result.append(group)
+    return result
+
+
 async def run_rounds(bench: Bench, configs: tuple[Config, ...]) -> dict[str, Row]:
     rows = {config.name: Row(config) for config in configs}
     rng = random.Random(20261129)
     for round_number in range(bench.plan.rounds):
         order = list(configs)
         rng.shuffle(order)
-        for config in order:
-            await measure(bench, config, 16, bench.plan.warmup_s)
+        for group in groups(order, rng):
+            for config in group:
+                await measure(bench, config, 16, bench.plan.warmup_s)
             for concurrency in (1, 16):
-                result = await measure(bench, config, concurrency, bench.plan.window_s)
-                rows[config.name].runs[concurrency].append(result)
-                _progress(round_number, result)
+                for config in group:
+                    result = await measure(bench, config, concurrency, bench.plan.window_s)
+                    rows[config.name].runs[concurrency].append(result)
+                    _progress(round_number, result)
     return rows
 
 
@@ -406,6 +466,35 @@ def _progress(round_number: int, result: LoadResult) -> None:
 
 # --------------------------------------------------------------------------------------------
 # main
+
+
+def authorization_server() -> AuthorizationServer:
+    """The oidc-provider the oauth CLI trusts (not started), tokens valid longer than a run."""
+    return AuthorizationServer(resources=[Resource(OAUTH_RESOURCE, ttl=OAUTH_TOKEN_TTL_SECONDS)])
+
+
+def oauth_env(env: dict[str, str], issuer: str) -> dict[str, str]:
+    """``env`` for the CLI in ``AUTH_MODE=oauth`` trusting ``issuer``, quotas on and unreached."""
+    return {
+        **env,
+        "AUTH_MODE": "oauth",
+        "AUTH_ISSUER": issuer,
+        "AUTH_RESOURCE": OAUTH_RESOURCE,
+        "QUOTA_PER_CALLER_PER_MINUTE": UNREACHED_QUOTA,
+        "QUOTA_GLOBAL_PER_MINUTE": UNREACHED_QUOTA,
+    }
+
+
+async def oauth_principal(
+    auth: AuthorizationServer, client: HttpClient, url: str, hold: dict[str, Any]
+) -> tuple[str, str]:
+    """A real access token from ``auth`` and the hold its principal makes with it (``hold``)."""
+    token = await asyncio.to_thread(auth.access_token, OAUTH_RESOURCE)
+    held = await send(client, url, with_bearer(logical("booking.hold_slot", hold), token))
+    if held.envelope.get("ok") is not True:
+        msg = f"the oauth server refused the bench token's hold: {held.message}"
+        raise RuntimeError(msg)
+    return token, str(held.envelope["data"]["bookingId"])
 
 
 def _client(engine: str) -> HttpClient:
@@ -441,6 +530,10 @@ async def run(
                 "real": cli_server(tmp / "seed.db", env, pin=pin),
                 "real+slots": cli_server(tmp / "bench.db", env, pin=pin),
             }
+            auth: AuthorizationServer | None = None
+            if any(config.server == OAUTH for config in configs):
+                auth = stack.enter_context(authorization_server())
+                servers[OAUTH] = cli_server(tmp / "oauth.db", oauth_env(env, auth.issuer), pin=pin)
             if baseline is not None:
                 shutil.copyfile(tmp / "bench.db", tmp / "base-bench.db")
                 for name, db in ((BASELINE, "base.db"), (f"{BASELINE}+slots", "base-bench.db")):
@@ -475,6 +568,10 @@ async def run(
                 get_booking_id=seeds["real"].envelope["data"]["bookingId"],
                 replayed_hold=replayed,
             )
+            if auth is not None:
+                bench.oauth_token, bench.oauth_booking_id = await oauth_principal(
+                    auth, clients[OAUTH], urls[OAUTH], replayed
+                )
             if BASELINE in seeds:
                 booking_id = seeds[BASELINE].envelope["data"]["bookingId"]
                 bench.views[BASELINE] = dataclasses.replace(bench, get_booking_id=booking_id)

@@ -2,7 +2,8 @@
 
 ``python -m harness.bench --inprocess [--requests N]`` and ``--profile CONFIG`` run this: the
 same configurations as the HTTP benchmark (``harness.bench.CONFIGS``), sent straight into the
-ASGI apps, so the figure is robust against a noisy box.
+ASGI apps, so the figure is robust against a noisy box. The oauth app trusts the bench's own
+oidc-provider, as over HTTP, and its calls carry that server's real token.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pstats
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,8 +23,18 @@ import httpx
 from starlette.types import ASGIApp
 
 from expert_booking.bootstrap import build_asgi_app
+from expert_booking.domain.model import format_instant
 from expert_booking.settings import Settings
-from harness.bench import CONFIGS, Bench, Plan, calls_for
+from harness.bench import (
+    CONFIGS,
+    OAUTH,
+    Bench,
+    Plan,
+    authorization_server,
+    calls_for,
+    oauth_env,
+    oauth_principal,
+)
 from harness.bench_db import BENCH_PRICE, create_bench_db
 from harness.floor_app import build_floor_app
 from harness.inprocess import inprocess_app
@@ -37,7 +49,7 @@ def _paid_for_every_booking(request: httpx.Request) -> httpx.Response:
         "status": "PAID",
         "amount": BENCH_PRICE[0],
         "currency": BENCH_PRICE[1],
-        "paidAt": "2030-01-01T00:00:00.000Z",
+        "paidAt": format_instant(datetime.now(UTC)),  # after the hold, not in the future
     }
     return httpx.Response(200, json=body)
 
@@ -68,6 +80,20 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
             ),
         }
         async with contextlib.AsyncExitStack() as stack:
+            auth = stack.enter_context(authorization_server())
+            oauth = Settings.from_env(oauth_env({}, auth.issuer))
+            apps[OAUTH] = build_asgi_app(
+                dataclasses.replace(
+                    settings,
+                    db_path=tmp / "oauth.db",
+                    auth_mode=oauth.auth_mode,
+                    auth_issuer=oauth.auth_issuer,
+                    auth_resource=oauth.auth_resource,
+                    quota_per_caller_per_minute=oauth.quota_per_caller_per_minute,
+                    quota_global_per_minute=oauth.quota_global_per_minute,
+                ),
+                payments_transport=transport,
+            )
             clients: dict[str, HttpClient] = {}
             for name, app in apps.items():
                 asgi = await stack.enter_async_context(inprocess_app(app))
@@ -84,6 +110,9 @@ async def inprocess(plan: Plan, requests: int, profile: str | None) -> dict[str,
                 stub=_NoStub(),  # type: ignore[arg-type]
                 get_booking_id=seed_hold.envelope["data"]["bookingId"],
                 replayed_hold=replayed,
+            )
+            bench.oauth_token, bench.oauth_booking_id = await oauth_principal(
+                auth, clients[OAUTH], url, replayed
             )
             for config in CONFIGS:
                 if profile is not None and config.name != profile:

@@ -2,7 +2,10 @@
 
 Targets: every read tool (a hold replay included) p50 at concurrency 1 at most 1.5x the bare-SDK
 floor's no-op ``tools/call`` and throughput at concurrency 16 at least 0.6x; a real hold at
-least 0.4x; cold start at most 2 s.
+least 0.4x; cold start at most 2 s. An authenticated, quota-counted read (kind ``auth``) is
+judged against its anonymous configuration (``Config.anonymous``) of the same round instead
+(issue 14 item 7): p50 at concurrency 1 at most 1.15x, throughput at concurrency 16 at least
+0.85x.
 
 A ratio is taken per round (each configuration against the floor of the same round); each
 target's verdict is PASS or FAIL by the median over the rounds, printed with the median's
@@ -27,6 +30,8 @@ READ_P50_MAX_RATIO = 1.5
 READ_RPS_MIN_RATIO = 0.6
 HOLD_RPS_MIN_RATIO = 0.4
 COLD_START_MAX_S = 2.0
+AUTH_P50_MAX_RATIO = 1.15
+AUTH_RPS_MIN_RATIO = 0.85
 QUIET_FOREIGN_CORES = 0.25  # a round counts as quiet when other tenants used less than this
 MIN_QUIET_ROUNDS = 5
 CONFIDENCE = 0.95
@@ -43,8 +48,35 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(clean) if clean else None
 
 
+def _ratios(row: Row, base: Row) -> tuple[list[float], list[float]]:
+    """Per round: ``row``'s p50 at c=1 over ``base``'s, and its req/s at c=16 over ``base``'s."""
+    p50 = [
+        run.percentile_ms(50) / other.percentile_ms(50)
+        for run, other in zip(row.runs[1], base.runs[1], strict=True)
+    ]
+    rps = [
+        run.throughput / other.throughput
+        for run, other in zip(row.runs[16], base.runs[16], strict=True)
+    ]
+    return p50, rps
+
+
+def _quiet_rounds(rows: list[Row]) -> list[int]:
+    """The rounds in which other tenants stayed under ``QUIET_FOREIGN_CORES`` in all of ``rows``."""
+    return [
+        index
+        for index in range(len(rows[0].runs[16]))
+        if all(
+            (row.runs[concurrency][index].foreign_cpu or 0.0) <= QUIET_FOREIGN_CORES
+            for row in rows
+            for concurrency in (1, 16)
+        )
+    ]
+
+
 def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
-    floor = rows["floor noop tools/call"].runs
+    floor_row = rows["floor noop tools/call"]
+    floor = floor_row.runs
     table = []
     for row in rows.values():
         entry: dict[str, Any] = {"name": row.config.name, "server": row.config.server}
@@ -61,14 +93,7 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
                 "failures": _merge([run.failures for run in runs]),
                 "runs": [run.summary() for run in runs],
             }
-        p50_ratios = [
-            run.percentile_ms(50) / base.percentile_ms(50)
-            for run, base in zip(row.runs[1], floor[1], strict=True)
-        ]
-        rps_ratios = [
-            run.throughput / base.throughput
-            for run, base in zip(row.runs[16], floor[16], strict=True)
-        ]
+        p50_ratios, rps_ratios = _ratios(row, floor_row)
         entry["p50_ratio_c1_rounds"] = [round(r, 3) for r in p50_ratios]
         entry["rps_ratio_c16_rounds"] = [round(r, 3) for r in rps_ratios]
         entry["cpu_ratio_c16"] = _median(
@@ -78,19 +103,8 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
                 if run.server_cpu_us_per_request and base.server_cpu_us_per_request
             ]
         )
-        quiet = [
-            index
-            for index in range(len(floor[16]))
-            if all(
-                (run.foreign_cpu or 0.0) <= QUIET_FOREIGN_CORES
-                for run in (
-                    row.runs[1][index],
-                    row.runs[16][index],
-                    floor[1][index],
-                    floor[16][index],
-                )
-            )
-        ]
+        anonymous = rows.get(row.config.anonymous or "")
+        quiet = _quiet_rounds([row, floor_row] + ([anonymous] if anonymous else []))
         entry["quiet_rounds"] = quiet
         used = quiet if len(quiet) >= MIN_QUIET_ROUNDS else list(range(len(p50_ratios)))
         entry["verdict_rounds"] = "quiet" if used is quiet else "all"
@@ -98,11 +112,27 @@ def summarize(rows: dict[str, Row]) -> list[dict[str, Any]]:
         entry["rps_ratio_c16"] = _median([rps_ratios[i] for i in used])
         entry["p50_ratio_c1_ci"] = median_ci([p50_ratios[i] for i in used])
         entry["rps_ratio_c16_ci"] = median_ci([rps_ratios[i] for i in used])
+        if anonymous is not None:
+            entry.update(_versus_anonymous(row, anonymous, used))
         entry["checks"] = _checks(entry)
         entry["pass"] = all(c["pass"] for c in entry["checks"]) if entry["checks"] else None
         table.append(entry)
     _compare_with_baseline(table)
     return table
+
+
+def _versus_anonymous(row: Row, anonymous: Row, used: list[int]) -> dict[str, Any]:
+    """An authenticated ``row`` over the ``anonymous`` one, round by round (kind ``auth``)."""
+    p50, rps = _ratios(row, anonymous)
+    return {
+        "anonymous": anonymous.config.name,
+        "anon_p50_ratio_c1_rounds": [round(r, 3) for r in p50],
+        "anon_rps_ratio_c16_rounds": [round(r, 3) for r in rps],
+        "anon_p50_ratio_c1": _median([p50[i] for i in used]),
+        "anon_rps_ratio_c16": _median([rps[i] for i in used]),
+        "anon_p50_ratio_c1_ci": median_ci([p50[i] for i in used]),
+        "anon_rps_ratio_c16_ci": median_ci([rps[i] for i in used]),
+    }
 
 
 BASELINE_SUFFIX = " @baseline"
@@ -170,6 +200,11 @@ def _checks(entry: dict[str, Any]) -> list[dict[str, Any]]:
         ]
     elif kind == "hold":
         wanted = [("c=16 r/s", "rps_ratio_c16", ">=", HOLD_RPS_MIN_RATIO)]
+    elif kind == "auth" and "anonymous" in entry:
+        wanted = [
+            ("c=1 p50 auth/anon", "anon_p50_ratio_c1", "<=", AUTH_P50_MAX_RATIO),
+            ("c=16 r/s auth/anon", "anon_rps_ratio_c16", ">=", AUTH_RPS_MIN_RATIO),
+        ]
     checks = []
     for metric, key, direction, line in wanted:
         median, ci = entry[key], entry[f"{key}_ci"]
@@ -220,6 +255,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     print(f" tenants; the verdict reads the quiet rounds (frgn <= {QUIET_FOREIGN_CORES} in all")
     print(f" four runs of the pair) when there are {MIN_QUIET_ROUNDS} or more, else all rounds)")
     print_verdicts(table)
+    print_versus_anonymous(table)
     print_baseline_comparison(table)
     cold = extra["cold_start"]
     print(
@@ -234,6 +270,7 @@ def print_table(table: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     print(
         f"peak RSS: real {rss.get('real')} KiB, real+slots {rss.get('real+slots')} KiB, "
         f"floor {rss.get('floor')} KiB"
+        + (f", real+oauth {rss['real+oauth']} KiB" if rss.get("real+oauth") else "")
     )
     size = extra["context_bytes"]
     print(
@@ -258,7 +295,8 @@ def _verdict_text(entry: dict[str, Any]) -> str:
 def print_verdicts(table: list[dict[str, Any]]) -> None:
     """One line per target: the median ratio, its 95% interval, the line and PASS or FAIL."""
     print()
-    print("verdicts against the bare-SDK floor (median ratio [95% CI] over the rounds read):")
+    print("verdicts (median ratio [95% CI] over the rounds read; to the bare-SDK floor, or")
+    print(" auth/anon: the authenticated read over the same anonymous read of the same round):")
     passed = total = 0
     for entry in table:
         if not entry["checks"]:
@@ -275,9 +313,23 @@ def print_verdicts(table: list[dict[str, Any]]) -> None:
             )
         rounds = len(entry["quiet_rounds"]) if entry["verdict_rounds"] == "quiet" else None
         used = f"{rounds} quiet rounds" if rounds else f"all {len(entry['p50_ratio_c1_rounds'])}"
-        print(f"  {entry['name']:<34} " + "   ".join(parts) + f"  ({used})")
+        print(f"  {entry['name']:<35} " + "   ".join(parts) + f"  ({used})")
     print(f"targets met: {passed}/{total}  (~: the interval straddles the line; more rounds or a")
     print(" quieter machine could turn that verdict)")
+
+
+def print_versus_anonymous(table: list[dict[str, Any]]) -> None:
+    """Each authenticated read over its anonymous twin, every round, then the median [CI]."""
+    compared = [entry for entry in table if "anonymous" in entry]
+    if not compared:
+        return
+    print()
+    print("authenticated, quota-counted / anonymous, per round (-> median [95% CI] read):")
+    for entry in compared:
+        print(f"  {entry['name']} / {entry['anonymous']}")
+        for label, key in (("c=1 p50", "anon_p50_ratio_c1"), ("c=16 r/s", "anon_rps_ratio_c16")):
+            rounds = " ".join(f"{value:.2f}" for value in entry[f"{key}_rounds"])
+            print(f"    {label:<8} {rounds}  -> {_ratio(entry[key], entry[f'{key}_ci']).strip()}")
 
 
 def print_baseline_comparison(table: list[dict[str, Any]]) -> None:

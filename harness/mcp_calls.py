@@ -7,6 +7,7 @@ stamps at its send boundary.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import uuid
@@ -29,6 +30,13 @@ class McpCall:
     method: str
     params: dict[str, Any]
     name: str | None = None
+    bearer: str | None = None
+    """An OAuth access token, sent as ``Authorization: Bearer`` (``AUTH_MODE=oauth``)."""
+
+
+def with_bearer(call: McpCall, token: str) -> McpCall:
+    """``call`` sent with the access token ``token``."""
+    return dataclasses.replace(call, bearer=token)
 
 
 def tools_list() -> McpCall:
@@ -110,4 +118,6 @@ def encode(call: McpCall, request_id: int | None = None) -> tuple[dict[str, str]
     }
     if call.name is not None:
         headers["mcp-name"] = call.name
+    if call.bearer is not None:
+        headers["authorization"] = f"Bearer {call.bearer}"
     return headers, json.dumps(message, separators=(",", ":")).encode()

@@ -1,7 +1,8 @@
 """The benchmark still runs: ``python -m harness.bench --quick`` end to end with tiny counts.
 
-Not a timed test: it only checks that every configuration was measured without failures and
-that the report holds the figures NOTES.md quotes.
+Not a timed test: it only checks that every configuration was measured without failures (the
+authenticated ones too: a real token from the bench's own oidc-provider, every call admitted by
+the quota) and that the report holds the figures NOTES.md quotes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def test_quick_benchmark_measures_every_configuration_and_writes_the_report(
             assert entry[concurrency]["failures"] == {}, (entry["name"], entry[concurrency])
             assert entry[concurrency]["p50_ms"] > 0
         assert entry["rps_ratio_c16"] > 0
+        if entry["kind"] == "auth":  # judged against its anonymous twin of the same rounds
+            assert entry["anonymous"] in results
+            assert entry["anon_p50_ratio_c1"] > 0
+            assert [check["metric"] for check in entry["checks"]] == [
+                "c=1 p50 auth/anon",
+                "c=16 r/s auth/anon",
+            ]
     assert report["cold_start"]["ready_s_median"] > 0
     assert report["peak_rss_kib"]["real"] > 0
     assert report["context_bytes"]["tools_list_wire_bytes"] > 0

@@ -23,7 +23,14 @@ import pytest
 from expert_booking.domain.model import format_instant
 from expert_booking.testing.server_process import ServerProcess
 from harness.authorization_server import AuthorizationServer, Client, Key, Resource
-from harness.mcp_calls import McpCall, confirm_arguments, encode, hold_arguments, logical
+from harness.mcp_calls import (
+    McpCall,
+    confirm_arguments,
+    encode,
+    hold_arguments,
+    logical,
+    with_bearer,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -67,14 +74,14 @@ def token(auth_server: AuthorizationServer, client: Client) -> str:
 
 def send(server: ServerProcess, call: McpCall, bearer: str) -> dict[str, Any]:
     """``call`` stamped now with ``bearer``; the envelope (HTTP 200 expected)."""
-    headers, body = encode(call, request_id=1)
+    headers, body = encode(with_bearer(call, bearer), request_id=1)
     sent = format_instant(datetime.now(UTC))
     message = json.loads(body)
     message["params"]["_meta"]["clientSentAt"] = sent
     response = httpx.post(
         server.url,
         content=json.dumps(message),
-        headers={**headers, "x-mcp-client-sent-at": sent, "authorization": f"Bearer {bearer}"},
+        headers={**headers, "x-mcp-client-sent-at": sent},
         timeout=30,
     )
     assert response.status_code == 200, response.text
