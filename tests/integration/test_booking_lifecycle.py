@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from expert_booking.domain.model import (
     SlotChange,
 )
 from expert_booking.edge.error_texts import wire_details
-from expert_booking.ports import BookingStore
+from expert_booking.ports import BookingStore, TraceContext
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
     BookingService,
@@ -38,8 +38,18 @@ from expert_booking.services import (
     GetBooking,
     HoldSlot,
     ListBookings,
+    SearchSlots,
 )
-from tests.fakes import CONTEXT, POLICY, FakePayments, MutableClock, answer, approval
+from tests.fakes import (
+    ALL,
+    CONTEXT,
+    POLICY,
+    FakePayments,
+    MutableClock,
+    PaymentCall,
+    answer,
+    approval,
+)
 from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
@@ -508,3 +518,179 @@ async def test_a_repeated_reschedule_key_replays_the_move(
         ListBookings(limit=5, idempotency_key=command.idempotency_key), CONTEXT
     )
     assert [booking.version for booking in listed.bookings] == [first.version]
+
+
+async def test_reschedule_refusals_carry_the_details_their_recovery_refers_to(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    """Which booking, which slot, and (price) both prices: what an agent is told to read."""
+    confirmed = await _confirmed(service, payments, clock)
+    booking_id = confirmed.booking_id
+
+    async def refused(target: str, booking: Booking = confirmed) -> BookingError:
+        return await _refusal(service.reschedule_booking(_reschedule(booking, target), CONTEXT))
+
+    missing = await refused("slot-ai-002", replace(confirmed, booking_id="booking-none"))
+    assert (missing.code, wire_details(missing)) == (
+        "BOOKING_NOT_FOUND",
+        {"bookingId": "booking-none"},
+    )
+    price = await refused("slot-law-001")
+    assert (price.code, wire_details(price)) == (
+        "RESCHEDULE_PRICE_DIFFERS",
+        {
+            "bookingId": booking_id,
+            "slotId": "slot-law-001",
+            "bookingAmount": "500.00",
+            "bookingCurrency": "CNY",
+            "slotAmount": "800.00",
+            "slotCurrency": "CNY",
+        },
+    )
+    unknown = await refused("slot-none")
+    assert (unknown.code, wire_details(unknown)["slotId"]) == ("SLOT_NOT_FOUND", "slot-none")
+    same = await refused("slot-ai-001")
+    assert (same.code, same.message, wire_details(same)["slotId"]) == (
+        "SLOT_UNAVAILABLE",
+        "The booking already has this slot.",
+        "slot-ai-001",
+    )
+    await _hold(service, "slot-ai-002")
+    taken = await refused("slot-ai-002")
+    assert (taken.code, taken.message, wire_details(taken)["slotId"]) == (
+        "SLOT_UNAVAILABLE",
+        None,  # the code's standard message: someone else has it
+        "slot-ai-002",
+    )
+    clock.set(datetime(2030, 9, 3, 2, tzinfo=UTC))  # slot-ai-002 starts
+    started = await refused("slot-ai-002")
+    assert (started.code, started.message, wire_details(started)["slotId"]) == (
+        "SLOT_UNAVAILABLE",
+        "The slot has already started.",
+        "slot-ai-002",
+    )
+    assert await _get(service, confirmed) == confirmed
+
+
+async def test_a_reschedule_key_reused_with_other_arguments_names_the_key(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    key = _key()
+    first = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-ai-002", key=key), CONTEXT)
+    )
+    assert first.code == "HUMAN_APPROVAL_REQUIRED"
+    # A refusal stores nothing under the key: only a move does.
+    intent = first.details["intent"]
+    moved = await service.reschedule_booking(
+        _reschedule(confirmed, "slot-ai-002", _action_approval(intent, clock), key=key),
+        CONTEXT,
+    )
+    conflict = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-fin-001", key=key), CONTEXT)
+    )
+    assert (conflict.code, wire_details(conflict)) == (
+        "IDEMPOTENCY_CONFLICT",
+        {"idempotencyKey": key},
+    )
+    assert await _get(service, confirmed) == moved
+
+
+async def test_a_reschedule_drops_the_slot_page_cache_and_its_replay_keeps_it(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    query = SearchSlots(ALL, 10)
+    before = await service.search_available_slots(query, CONTEXT)
+    assert "slot-ai-002" in [slot.slot_id for slot in before.slots]
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+    intent = (
+        await _refusal(service.reschedule_booking(_reschedule(confirmed, "slot-ai-002"), CONTEXT))
+    ).details["intent"]
+    command = _reschedule(confirmed, "slot-ai-002", _action_approval(intent, clock))
+    moved = await service.reschedule_booking(command, CONTEXT)
+    after = await service.search_available_slots(query, CONTEXT)
+    assert not after.cache_hit
+    free = [slot.slot_id for slot in after.slots]
+    assert "slot-ai-001" in free
+    assert "slot-ai-002" not in free
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+    # The replay changes nothing: the cached page stays.
+    assert await service.reschedule_booking(command, CONTEXT) == moved
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+
+
+async def test_the_payment_query_of_a_cancel_runs_in_the_callers_trace(
+    service: BookingService, payments: FakePayments
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, answer(held, "PENDING"))
+    trace = TraceContext(trace_id="0af7651916cd43dd8448eb211c80319c", span_id="b7ad6b7169203331")
+    await service.cancel_booking(_cancel(held), replace(CONTEXT, trace=trace))
+    assert payments.calls == [PaymentCall(held.booking_id, trace)]
+
+
+async def test_cancel_refusals_carry_the_details_their_recovery_refers_to(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    """Which booking, its status and snapshot, or both versions: what an agent is told to read."""
+    confirmed = await _confirmed(service, payments, clock)
+    missing = await _refusal(
+        service.cancel_booking(_cancel(replace(confirmed, booking_id="booking-none")), CONTEXT)
+    )
+    assert (missing.code, wire_details(missing)) == (
+        "BOOKING_NOT_FOUND",
+        {"bookingId": "booking-none"},
+    )
+    stale = await _refusal(service.cancel_booking(_cancel(confirmed, expected_version=1), CONTEXT))
+    assert (stale.code, wire_details(stale)) == (
+        "VERSION_CONFLICT",
+        {"bookingId": confirmed.booking_id, "expectedVersion": 1, "currentVersion": 2},
+    )
+    held = await _hold(service, "slot-ai-002")
+    payments.script(held.booking_id, answer(held, "PENDING"))
+    done = await service.cancel_booking(_cancel(held), CONTEXT)
+    final = await _refusal(service.cancel_booking(_cancel(done), CONTEXT))
+    assert (final.code, wire_details(final), final.booking) == (
+        "INVALID_STATE",
+        {"bookingId": held.booking_id, "status": "CANCELLED"},
+        done,
+    )
+
+
+async def test_a_cancel_key_reused_with_other_arguments_names_the_key(
+    service: BookingService, payments: FakePayments
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, answer(held, "PENDING"))
+    key = _key()
+    done = await service.cancel_booking(_cancel(held, key=key), CONTEXT)
+    conflict = await _refusal(
+        service.cancel_booking(_cancel(held, key=key, expected_version=7), CONTEXT)
+    )
+    assert (conflict.code, wire_details(conflict)) == (
+        "IDEMPOTENCY_CONFLICT",
+        {"idempotencyKey": key},
+    )
+    assert await _get(service, held) == done
+
+
+async def test_a_cancel_drops_the_slot_page_cache_and_its_replay_keeps_it(
+    service: BookingService, payments: FakePayments
+) -> None:
+    held = await _hold(service)
+    payments.script(held.booking_id, answer(held, "PENDING"))
+    query = SearchSlots(ALL, 10)
+    assert "slot-ai-001" not in [
+        s.slot_id for s in (await service.search_available_slots(query, CONTEXT)).slots
+    ]
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+    command = _cancel(held)
+    done = await service.cancel_booking(command, CONTEXT)
+    after = await service.search_available_slots(query, CONTEXT)
+    assert not after.cache_hit
+    assert "slot-ai-001" in [slot.slot_id for slot in after.slots]
+    # The replay changes nothing: the cached page stays.
+    assert await service.cancel_booking(command, CONTEXT) == done
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit

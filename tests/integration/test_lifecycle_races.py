@@ -8,6 +8,7 @@ loser is told why (VERSION_CONFLICT, SLOT_UNAVAILABLE, INVALID_STATE) with nothi
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
@@ -27,6 +28,7 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
+from expert_booking.edge.error_texts import wire_details
 from expert_booking.ports import BookingStore, TraceContext
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
@@ -346,3 +348,40 @@ async def test_a_hold_paid_that_expires_while_its_cancel_queries_payment_owes_a_
         True,
     )
     assert after.version == 3  # expired (2), then the payment on record (3)
+
+
+async def test_a_cancel_that_finds_its_hold_paid_after_expiry_logs_and_names_the_booking(
+    service: BookingService,
+    payments: GatedPayments,
+    clock: MutableClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    held = await _hold(service)
+    clock.advance(60)
+    payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    cancel = CancelBooking(held.booking_id, held.version, _key(), None)
+
+    payments.hold_open(held.booking_id)
+    asked, gate = payments.asked[held.booking_id], payments.gates[held.booking_id]
+    pending = asyncio.ensure_future(service.cancel_booking(cancel, CONTEXT))
+    with anyio.fail_after(DEADLINE_S):
+        await asked.wait()
+    clock.set(held.expires_at)  # the hold expires while its payment is queried
+    gate.set()
+    with (
+        caplog.at_level(logging.WARNING, logger="expert_booking.services"),
+        anyio.fail_after(DEADLINE_S),
+        pytest.raises(BookingError) as excinfo,
+    ):
+        await pending
+    refused = excinfo.value
+    after = await _get(service, held)
+    assert (refused.code, wire_details(refused), refused.booking) == (
+        "PAID_AFTER_EXPIRY",
+        {"bookingId": held.booking_id},
+        after,
+    )
+    line = f"paid after expiry: booking {held.booking_id} was paid after its hold expired"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"{line}; refund due")
+    ]

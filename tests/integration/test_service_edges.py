@@ -9,6 +9,7 @@ import logging
 import re
 import uuid
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -270,3 +271,55 @@ async def test_refused_holds_and_confirms_keep_the_slot_page_cache(
     refused = await _refused(service.confirm_booking(_confirm(held, None), CONTEXT))
     assert refused.code == "HUMAN_APPROVAL_REQUIRED"
     assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+
+
+async def test_holds_refused_without_a_write_keep_the_slot_page_cache(
+    service: BookingService, clock: MutableClock
+) -> None:
+    """An unknown or already started slot is refused as a value (the transaction commits, with
+    no change and no release): the cached pages stay valid, so the next search is a hit."""
+    query = SearchSlots(ALL, 10)
+    assert not (await service.search_available_slots(query, CONTEXT)).cache_hit
+    assert (await _refused(_hold(service, "slot-none"))).code == "SLOT_NOT_FOUND"
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+    clock.set(SLOT_AI_001_STARTS_AT)  # the page listing slot-ai-001 ends here
+    assert not (await service.search_available_slots(query, CONTEXT)).cache_hit
+    started = await _refused(_hold(service, "slot-ai-001"))
+    assert (started.code, started.message) == ("SLOT_UNAVAILABLE", "The slot has already started.")
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+
+
+async def test_a_page_read_after_another_process_released_still_ends_at_the_next_hold_expiry(
+    store: SqliteBookingStore,
+    clock: MutableClock,
+    payments: FakePayments,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two services on one database (two processes, two caches). A search that peeked an
+    overdue hold, which the other process then released, stores its page only until the next
+    hold expiry: that hold is overdue afterwards and its slot must show free again."""
+    long_cache = replace(POLICY, slot_cache_ttl=timedelta(hours=1))
+    here = BookingService(store=store, payments=payments, clock=clock, policy=long_cache)
+    other = BookingService(store=store, payments=payments, clock=clock, policy=long_cache)
+    overdue = await _hold(other, "slot-ai-001")
+    clock.advance(10)
+    next_due = await _hold(other, "slot-law-001")  # expires 10 s after the first hold
+    clock.set(overdue.expires_at)
+    peek = store.peek_free_slots
+
+    async def peek_then_the_other_process_releases(*args: Any) -> Any:
+        found = await peek(*args)
+        await other.get_booking(GetBooking(overdue.booking_id), CONTEXT)  # releases it
+        return found
+
+    monkeypatch.setattr(store, "peek_free_slots", peek_then_the_other_process_releases)
+    query = SearchSlots(ALL, 10)
+    page = await here.search_available_slots(query, CONTEXT)
+    monkeypatch.undo()
+    free = [slot.slot_id for slot in page.slots]
+    assert "slot-ai-001" in free
+    assert "slot-law-001" not in free
+    clock.set(next_due.expires_at)
+    again = await here.search_available_slots(query, CONTEXT)
+    assert not again.cache_hit
+    assert "slot-law-001" in [slot.slot_id for slot in again.slots]
