@@ -694,3 +694,20 @@ async def test_a_cancel_drops_the_slot_page_cache_and_its_replay_keeps_it(
     # The replay changes nothing: the cached page stays.
     assert await service.cancel_booking(command, CONTEXT) == done
     assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+
+
+async def test_a_reschedule_releases_an_overdue_hold_of_its_target_and_moves(
+    store: BookingStore, service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    """No read in between releases the overdue hold: the reschedule's own release frees it."""
+    confirmed = await _confirmed(service, payments, clock)
+    overdue = await _hold(service, "slot-ai-002")
+    clock.advance(POLICY.hold_ttl.total_seconds())
+    lookup = await store.run(lambda tx: tx.lookup_slot("slot-ai-002"))
+    assert lookup is not None
+    intent = reschedule_intent(confirmed, lookup.slot)
+    moved = await service.reschedule_booking(
+        _reschedule(confirmed, "slot-ai-002", _action_approval(intent, clock)), CONTEXT
+    )
+    assert (moved.slot_id, moved.status) == ("slot-ai-002", BookingStatus.CONFIRMED)
+    assert (await _get(service, overdue)).status is BookingStatus.EXPIRED

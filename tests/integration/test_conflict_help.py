@@ -8,6 +8,7 @@ goes through. The catalog is the seed plus ``WIDER_CATALOG`` (more AI experts an
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
@@ -228,3 +229,25 @@ async def test_a_confirmation_approval_of_another_booking_names_what_differs(
         CONTEXT,
     )
     assert confirmed.status is BookingStatus.CONFIRMED
+
+
+async def test_alternatives_that_cannot_be_read_are_logged_with_the_cause(
+    service: BookingService,
+    store: BookingStore,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def failing(_slot_id: str, _now: Any, _limit: int) -> SlotNeighbours:
+        raise BookingError
+
+    await _hold(service)
+    monkeypatch.setattr(store, "peek_slots_near", failing)
+    with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
+        refused = await _refusal(_hold(service))
+    assert refused.code == "SLOT_UNAVAILABLE"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "alternatives to a taken slot could not be read")
+    ]
+    exc_info = caplog.records[0].exc_info
+    assert exc_info is not None
+    assert exc_info[0] is BookingError

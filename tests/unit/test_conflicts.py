@@ -124,3 +124,10 @@ def test_nested_keys_are_dotted_paths_and_types_count() -> None:
         FieldChange("price", {}, None),
         FieldChange("price.amount", None, "1.00"),
     )
+
+
+def test_a_limit_of_two_still_keeps_one_place_for_another_expert() -> None:
+    colleague = _slot("mz", 0, "exp-ai-002")
+    mine = [_slot(f"mine-{n}", n) for n in (1, 2, 3)]
+    assert _ranked(*mine, colleague, limit=2) == ["mine-1", "mz"]
+    assert _ranked(*mine, limit=2) == ["mine-1", "mine-2"]
