@@ -1,7 +1,7 @@
 """Developer and CI sessions: a bare ``nox`` runs every gate; ``nox -s bench`` runs the benchmark.
 
-``nox -s mutation`` (not in the default run: about 40 minutes with one mutmut child on a busy
-2-core machine, about 15 with ``-- --reuse`` after a change) scores the unit and integration
+``nox -s mutation`` (not in the default run: 20 to 40 minutes with one mutmut child on a busy
+2-core machine, 7 to 15 with ``-- --reuse`` after a change) scores the unit and integration
 tests by mutation testing of the core.
 """
 

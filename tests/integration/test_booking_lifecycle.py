@@ -711,3 +711,17 @@ async def test_a_reschedule_releases_an_overdue_hold_of_its_target_and_moves(
     )
     assert (moved.slot_id, moved.status) == ("slot-ai-002", BookingStatus.CONFIRMED)
     assert (await _get(service, overdue)).status is BookingStatus.EXPIRED
+
+
+async def test_a_reschedule_of_an_unknown_booking_keeps_the_slot_page_cache(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock)
+    query = SearchSlots(ALL, 10)
+    assert not (await service.search_available_slots(query, CONTEXT)).cache_hit
+    unknown = replace(confirmed, booking_id="booking-none")
+    refused = await _refusal(
+        service.reschedule_booking(_reschedule(unknown, "slot-ai-002"), CONTEXT)
+    )
+    assert refused.code == "BOOKING_NOT_FOUND"
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
