@@ -267,7 +267,9 @@ class MemoryBookingStore:
         bookings, total = tx.list_bookings(query, offset, limit)
         return BookingListResult(bookings, total, tx.next_hold_expiry())
 
-    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+    async def peek_slots_near(
+        self, slot_id: str, now: datetime, limit: int, *, price: Money | None = None
+    ) -> SlotNeighbours:
         target = self._slots.get(slot_id)
         if target is None:
             return SlotNeighbours(None, [])
@@ -279,7 +281,10 @@ class MemoryBookingStore:
         free = [
             slot
             for slot in self._slots.values()
-            if slot.slot_id != slot_id and slot.slot_id not in taken and slot.starts_at > now
+            if slot.slot_id != slot_id
+            and slot.slot_id not in taken
+            and slot.starts_at > now
+            and (price is None or slot.price == price)
         ]
         mine = [slot for slot in free if slot.expert_id == target.expert_id]
         before = sorted(

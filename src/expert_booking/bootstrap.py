@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from litestar import Litestar
     from starlette.types import ASGIApp
 
-    from expert_booking.domain.model import Booking
+    from expert_booking.domain.model import Booking, Money
     from expert_booking.edge.observability import ActionLineSink
     from expert_booking.ports import (
         BookingListQuery,
@@ -79,8 +79,10 @@ class _StoreOpenedAtStartup:
     ) -> BookingListResult:
         return await self._opened().peek_bookings(query, offset, limit)
 
-    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
-        return await self._opened().peek_slots_near(slot_id, now, limit)
+    async def peek_slots_near(
+        self, slot_id: str, now: datetime, limit: int, *, price: Money | None = None
+    ) -> SlotNeighbours:
+        return await self._opened().peek_slots_near(slot_id, now, limit, price=price)
 
     def _opened(self) -> SqliteBookingStore:
         if self._store is None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from expert_booking.domain.model import Booking, BookingStatus, PaymentAnswer, Slot
+from expert_booking.domain.model import Booking, BookingStatus, Money, PaymentAnswer, Slot
 
 T = TypeVar("T")
 
@@ -252,12 +252,15 @@ class BookingStore(Protocol):
         """``list_bookings`` and ``next_hold_expiry`` from one committed snapshot."""
         ...
 
-    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+    async def peek_slots_near(
+        self, slot_id: str, now: datetime, limit: int, *, price: Money | None = None
+    ) -> SlotNeighbours:
         """Slot ``slot_id`` and free slots near it, from one committed snapshot.
 
         Free: no HELD or CONFIRMED booking, starting after ``now``; an overdue hold
         (``expires_at <= now``) does not count, as the next transaction releases it (nothing
-        is released here). The candidates, never the slot itself,
+        is released here). With ``price``, only slots at that price (amount and currency) are
+        candidates, before any limit. The candidates, never the slot itself,
         are at most ``limit`` of each: the same expert's slots starting before the slot,
         latest first; the same expert's starting at or after it, earliest first (ties by slot
         id); other experts' of the same specialty starting at the same instant, by slot id.

@@ -6,7 +6,7 @@ scope: RESCHEDULE_PRICE_DIFFERS). One transaction: the update that moves the boo
 checked by the store's uniqueness guarantee on the new slot as it leaves the old one, so the
 new slot is secured before the old one is free, or nothing changes (SLOT_UNAVAILABLE). The
 person approves the RESCHEDULE intent (``domain.intents``), which names the new slot and start.
-A taken or started target's SLOT_UNAVAILABLE offers free slots at the same price instead
+A taken or started target's SLOT_UNAVAILABLE offers free slots at the booking's price instead
 (``details.alternatives``, read after the refusal).
 """
 
@@ -29,6 +29,7 @@ from expert_booking.domain.model import (
     Booking,
     BookingStatus,
     HumanApproval,
+    Money,
     Slot,
     canonical_idempotency_key,
 )
@@ -46,7 +47,7 @@ _RESCHEDULABLE = frozenset({BookingStatus.CONFIRMED})
 class Alternatives(Protocol):
     """``BookingService.alternatives_to``: free slots to offer instead of a taken one."""
 
-    async def __call__(self, slot_id: str, *, same_price: bool = ...) -> tuple[Slot, ...]: ...
+    async def __call__(self, slot_id: str, *, price: Money | None = ...) -> tuple[Slot, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,11 @@ class Rescheduling:
         key = command.idempotency_key
         owner = context.principal.owner
 
+        # The booking's price as the transaction read it: SLOT_UNAVAILABLE comes only after
+        # the booking is found, and its alternatives must be at that price (a started target
+        # is refused before its price is compared, so the target's price may differ).
+        priced: list[Money] = []
+
         def work(tx: Transaction) -> tuple[Booking | BookingError, int, bool]:
             now = self._clock.now()
             released = tx.release_overdue(now)
@@ -94,7 +100,11 @@ class Rescheduling:
             )
             if replayed is not None:
                 return replayed, released, False
-            outcome = self._move(tx, command, owner, digest, now)
+            booking = tx.get_booking(command.booking_id, owner=owner)
+            if booking is None:
+                return BookingNotFoundError(booking_id=command.booking_id), released, False
+            priced.append(booking.payment.price)
+            outcome = self._move(tx, command, booking, digest, now)
             return outcome, released, isinstance(outcome, Booking)
 
         try:
@@ -102,20 +112,20 @@ class Rescheduling:
             self._writes.after_write(released=released, changed=changed)
             return unwrap(outcome)
         except SlotUnavailableError as refusal:
-            # The target is taken or started (the same price as the booking's, or the price
-            # refusal would have come first): offer free slots at that price instead.
             refusal.details["alternatives"] = await self._alternatives(
-                command.new_slot_id, same_price=True
+                command.new_slot_id, price=priced[-1]
             )
             raise
 
     def _move(
-        self, tx: Transaction, command: RescheduleBooking, owner: str, digest: str, now: datetime
+        self,
+        tx: Transaction,
+        command: RescheduleBooking,
+        booking: Booking,
+        digest: str,
+        now: datetime,
     ) -> Booking | BookingError:
         """Check, then move; refusals are returned so the transaction's release commits."""
-        booking = tx.get_booking(command.booking_id, owner=owner)
-        if booking is None:
-            return BookingNotFoundError(booking_id=command.booking_id)
         refusal = changeable(booking, command.expected_version, _RESCHEDULABLE)
         if refusal is not None:
             return refusal

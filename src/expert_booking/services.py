@@ -52,6 +52,7 @@ from expert_booking.domain.model import (
     BookingStatus,
     Customer,
     HumanApproval,
+    Money,
     Payment,
     PaymentAnswer,
     PaymentStatus,
@@ -279,23 +280,25 @@ class BookingService:
             refusal.details["alternatives"] = await self.alternatives_to(command.slot_id)
             raise
 
-    async def alternatives_to(self, slot_id: str, *, same_price: bool = False) -> tuple[Slot, ...]:
+    async def alternatives_to(
+        self, slot_id: str, *, price: Money | None = None
+    ) -> tuple[Slot, ...]:
         """Free slots to offer instead of ``slot_id`` (``domain.conflicts``), best first.
 
         Read after the refusal, outside any transaction, from the last committed state: a
         hint, not a reservation (another caller may hold one first; the hold decides). With
-        ``same_price`` only slots at the refused slot's price (a reschedule charges no
-        difference). A store failure here costs the hint only, not the refusal.
+        ``price`` only slots at it (a reschedule's: the booking's, as it charges no
+        difference), filtered by the store before it caps each kind. A store failure here
+        costs the hint only, not the refusal.
         """
         now = self._clock.now()
         try:
-            near = await self._store.peek_slots_near(slot_id, now, ALTERNATIVES_LIMIT)
+            near = await self._store.peek_slots_near(slot_id, now, ALTERNATIVES_LIMIT, price=price)
         except BookingError:
             logger.warning("alternatives to a taken slot could not be read", exc_info=True)
             return ()
         if near.slot is None:
             return ()
-        price = near.slot.price if same_price else None
         return rank_alternatives(near.slot, near.candidates, now=now, price=price)
 
     async def confirm_booking(self, command: ConfirmBooking, context: CallContext) -> Booking:

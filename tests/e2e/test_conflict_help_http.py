@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,40 +26,23 @@ from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.testing.payment_stub import PaymentStub
 from expert_booking.testing.server_process import ServerProcess
 from harness.mcp_calls import confirm_arguments, hold_arguments
+from tests.e2e.envelopes import catalog_call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 REGISTRY = SchemaRegistry.load()
 
 
-@pytest.fixture(scope="module")
-def server(stub: PaymentStub) -> Iterator[ServerProcess]:
-    env = {**os.environ, "PAYMENT_QUERY_BASE_URL": stub.base_url}
-    with ServerProcess(env=env) as running:
-        yield running
-
-
 @pytest.fixture
-async def client(server: ServerProcess) -> AsyncIterator[Client]:
-    with anyio.fail_after(20):
-        async with open_client(server.url) as connected:
-            yield connected
-
-
-@pytest.fixture
-async def rival(server: ServerProcess) -> AsyncIterator[Client]:
+async def rival(stub_server: ServerProcess) -> AsyncIterator[Client]:
     """A second caller: its own connection and client."""
     with anyio.fail_after(20):
-        async with open_client(server.url) as connected:
+        async with open_client(stub_server.url) as connected:
             yield connected
 
 
 async def _call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    call = {"name": name, "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
-    with anyio.fail_after(15):
-        result = await client.call_tool("tool_catalog.call", call)
-    envelope = result.structured_content
-    assert isinstance(envelope, dict)
+    envelope = await catalog_call(client, name, arguments)
     assert not list(REGISTRY["envelope"].validator.iter_errors(envelope)), envelope
     return envelope
 
@@ -80,9 +62,9 @@ def _data(envelope: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_a_second_callers_hold_of_a_taken_slot_offers_alternatives_and_one_holds(
-    client: Client, rival: Client
+    stub_client: Client, rival: Client
 ) -> None:
-    first = _data(await _call(client, "booking.hold_slot", hold_arguments("slot-ai-001")))
+    first = _data(await _call(stub_client, "booking.hold_slot", hold_arguments("slot-ai-001")))
     assert first["status"] == "HELD"
 
     refused = _error(
@@ -112,15 +94,15 @@ def _hash(intent: dict[str, Any]) -> str:
 
 
 async def test_an_edited_intent_names_the_changed_field_and_the_current_intent_confirms(
-    client: Client, stub: PaymentStub
+    stub_client: Client, stub: PaymentStub
 ) -> None:
-    held = _data(await _call(client, "booking.hold_slot", hold_arguments("slot-law-001")))
+    held = _data(await _call(stub_client, "booking.hold_slot", hold_arguments("slot-law-001")))
     arguments = confirm_arguments(held, approved_at=datetime.now(UTC))
     edited = arguments["humanApproval"]["intent"] | {"amount": "1.00"}
     arguments["humanApproval"] |= {"intent": edited, "intentHash": _hash(edited)}
 
     refused = _error(
-        await _call(client, "booking.confirm_booking", arguments), "APPROVAL_INTENT_MISMATCH"
+        await _call(stub_client, "booking.confirm_booking", arguments), "APPROVAL_INTENT_MISMATCH"
     )
     details = refused["details"]
     assert details["changes"] == [
@@ -139,5 +121,5 @@ async def test_an_edited_intent_names_the_changed_field_and_the_current_intent_c
         "intent": details["intent"],
         "intentHash": details["intentHash"],
     }
-    confirmed = _data(await _call(client, "booking.confirm_booking", retry))
+    confirmed = _data(await _call(stub_client, "booking.confirm_booking", retry))
     assert (confirmed["status"], confirmed["version"]) == ("CONFIRMED", 2)

@@ -275,7 +275,7 @@ async def test_a_reschedule_approval_is_never_accepted_as_a_cancel_approval_nor_
     moved = _action_approval(reschedule_intent(confirmed, target.slot), clock)
     refused = await _refusal(service.cancel_booking(_cancel(confirmed, moved), CONTEXT))
     assert refused.code == "APPROVAL_INTENT_MISMATCH"
-    assert {"action", "new_slot_id", "new_starts_at"} <= set(refused.details["fields"])
+    assert {"action", "newSlotId", "newStartsAt"} <= set(refused.details["fields"])
     cancel = _action_approval(cancel_intent(confirmed), clock)
     refused = await _refusal(
         service.reschedule_booking(_reschedule(confirmed, "slot-ai-002", cancel), CONTEXT)

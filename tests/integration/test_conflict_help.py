@@ -12,6 +12,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ async def test_a_started_slot_offers_only_slots_that_have_not_started(
 async def test_a_store_that_cannot_read_alternatives_still_refuses_with_none(
     service: BookingService, store: BookingStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def failing(_slot_id: str, _now: Any, _limit: int) -> SlotNeighbours:
+    async def failing(_slot_id: str, _now: Any, _limit: int, **_price: Any) -> SlotNeighbours:
         raise BookingError
 
     await _hold(service)
@@ -150,7 +151,22 @@ async def test_a_reschedule_to_a_taken_slot_offers_slots_at_the_bookings_price(
     to_own = replace(command, new_slot_id="slot-ai-002", idempotency_key=_key())
     own = await _refusal(service.reschedule_booking(to_own, CONTEXT))
     assert "slot-ai-002" not in _alternatives(own)
-    assert _alternatives(own) == ["slot-ai-a02", "slot-ai-a01"]
+    # The three latest before it at its price: x01 (900.00, between a01 and b04) takes none
+    # of the store's three places of that kind.
+    assert _alternatives(own) == ["slot-ai-a02", "slot-ai-a01", "slot-ai-b04"]
+
+
+async def test_a_reschedule_to_a_started_slot_at_another_price_offers_the_bookings_price(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock, "slot-ai-002")  # 500.00
+    clock.set(datetime(2030, 9, 2, 1, 45, tzinfo=UTC))  # x01 (900.00) began at 01:30
+    command = RescheduleBooking(
+        confirmed.booking_id, "slot-ai-x01", confirmed.version, _key(), None
+    )
+    refused = await _refusal(service.reschedule_booking(command, CONTEXT))
+    assert refused.message == "The slot has already started."
+    assert _alternatives(refused) == ["slot-ai-001", "slot-ai-a01", "slot-ai-a02"]
 
 
 async def test_a_reschedule_approval_for_another_slot_names_the_change_and_the_current_intent(
@@ -237,7 +253,7 @@ async def test_alternatives_that_cannot_be_read_are_logged_with_the_cause(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def failing(_slot_id: str, _now: Any, _limit: int) -> SlotNeighbours:
+    async def failing(_slot_id: str, _now: Any, _limit: int, **_price: Any) -> SlotNeighbours:
         raise BookingError
 
     await _hold(service)

@@ -336,6 +336,21 @@ async def test_slots_near_a_slot_leave_out_taken_and_started_slots(
     )
 
 
+async def test_slots_near_a_slot_at_a_price_are_counted_after_the_price(
+    wider_store: BookingStore,
+) -> None:
+    cny = Money("500.00", "CNY")
+    # x01 (900.00) is the expert's latest before 02:00: with the price it takes no place of
+    # the one per kind, b04 does.
+    one = await wider_store.peek_slots_near("slot-ai-001", T0, 1, price=cny)
+    assert _near_ids(one) == ["slot-ai-a01", "slot-ai-b04", "slot-jb-001"]
+    dearer = await wider_store.peek_slots_near("slot-ai-001", T0, 3, price=Money("900.00", "CNY"))
+    assert _near_ids(dearer) == ["slot-ai-x01"]
+    euros = await wider_store.peek_slots_near("slot-ai-001", T0, 3, price=Money("500.00", "EUR"))
+    assert euros.slot is not None  # the slot itself is described at any price
+    assert euros.candidates == []
+
+
 async def test_slots_near_an_unknown_slot_are_none(store: BookingStore) -> None:
     assert await store.peek_slots_near("slot-none", T0, 3) == SlotNeighbours(None, [])
 

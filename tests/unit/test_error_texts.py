@@ -16,6 +16,7 @@ from expert_booking.domain.errors import (
     InvalidArgumentsError,
     PaymentMismatchError,
     PaymentPendingError,
+    SlotUnavailableError,
 )
 from expert_booking.edge.error_texts import (
     ERROR_TEXTS,
@@ -60,6 +61,12 @@ def test_a_specific_message_wins_over_the_standard_one() -> None:
         "The approval is dated in the future."
     )
     assert recovery_of(PaymentPendingError()) == ERROR_TEXTS[ErrorCode.PAYMENT_PENDING].recovery
+
+
+def test_a_taken_slots_recovery_says_how_a_hold_and_a_reschedule_take_an_alternative() -> None:
+    recovery = recovery_of(SlotUnavailableError())
+    assert "details.alternatives" in recovery
+    assert "Hold the chosen slotId; for a reschedule, send it as newSlotId" in recovery
 
 
 def test_details_are_shown_with_camel_case_keys_field_names_and_instants() -> None:

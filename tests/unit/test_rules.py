@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from expert_booking.domain.errors import BookingError
+from expert_booking.domain.intents import cancel_intent
 from expert_booking.domain.model import (
     BookingStatus,
     HumanApproval,
@@ -172,6 +174,16 @@ def test_an_exact_paid_answer_confirms_the_booking() -> None:
     assert confirmed.payment.query_id == booking.booking_id
     assert confirmed.confirmation_intent is None
     assert payment_refusal(confirmed) is None
+
+
+def test_an_action_approval_sent_to_a_confirm_names_the_same_fields_as_its_changes() -> None:
+    booking = make_booking(held_at=HELD_AT)
+    cancel = cancel_intent(booking)  # another action's intent of the very booking
+    with pytest.raises(BookingError) as excinfo:
+        _check(HumanApproval(str(uuid.uuid4()), "APPROVE", NOW, cancel, cancel.digest()))
+    details = excinfo.value.details
+    assert [change.field for change in details["changes"]] == ["action"]
+    assert wire_details(excinfo.value)["fields"] == ["action"]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
+from expert_booking.domain.conflicts import ALTERNATIVES_LIMIT
 from expert_booking.domain.errors import ErrorCode, PaymentPendingError
 from expert_booking.domain.model import BookingStatus, Intent, PaymentStatus
 from expert_booking.edge.error_texts import ERROR_TEXTS
@@ -250,6 +251,16 @@ def test_shared_defs_are_identical_in_every_document_that_repeats_them():
 
 def test_error_schema_lists_every_code_of_the_error_catalog():
     assert DOCUMENTS["error"]["properties"]["code"]["enum"] == list(ErrorCode)
+
+
+def test_the_alternatives_cap_of_the_schemas_is_the_domains_limit():
+    caps = [
+        (stem, node["properties"]["alternatives"].get("maxItems"))
+        for stem, document in DOCUMENTS.items()
+        for _, node in walk(document)
+        if isinstance(node.get("properties"), dict) and "alternatives" in node["properties"]
+    ]
+    assert sorted(caps) == [("envelope", ALTERNATIVES_LIMIT), ("error", ALTERNATIVES_LIMIT)]
 
 
 def _enums_at(property_name: str) -> list[tuple[str, str, list[Any]]]:

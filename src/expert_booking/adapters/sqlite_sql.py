@@ -126,10 +126,13 @@ WHERE s.slot_id = ?
 # at most :limit of each candidate kind, each branch walking one index: the same expert's
 # slots before it (1) and at or after it (2) on slots_by_expert_start, other experts' of the
 # same specialty at the same start (3) on slots_by_start. One statement, one snapshot. An
-# overdue hold does not take its slot (the next transaction releases it).
+# overdue hold does not take its slot (the next transaction releases it). With a price
+# (:price_amount not NULL) only slots at it count, before each kind's LIMIT.
 _NEAR_FREE = f"""
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id, target AS t
 WHERE s.slot_id <> t.slot_id AND s.starts_at > :now
+  AND (:price_amount IS NULL
+       OR (s.price_amount = :price_amount AND s.price_currency = :price_currency))
   AND NOT EXISTS (
       SELECT 1 FROM bookings AS b
       WHERE b.slot_id = s.slot_id AND b.status IN ({ACTIVE_STATUS_LIST})

@@ -86,7 +86,7 @@ from expert_booking.adapters.sqlite_sql import (
     search_params,
 )
 from expert_booking.adapters.sqlite_transaction import SqliteTransaction, translate_error
-from expert_booking.domain.model import Booking, format_instant
+from expert_booking.domain.model import Booking, Money, format_instant
 from expert_booking.ports import (
     BookingListQuery,
     BookingListResult,
@@ -215,7 +215,9 @@ class SqliteBookingStore:
             total = int((await self._read(LIST_COUNT, params))[0]["total"])
         return BookingListResult([], total, next_expiry)
 
-    async def peek_slots_near(self, slot_id: str, now: datetime, limit: int) -> SlotNeighbours:
+    async def peek_slots_near(
+        self, slot_id: str, now: datetime, limit: int, *, price: Money | None = None
+    ) -> SlotNeighbours:
         """The slot and free slots near it (``ports.BookingStore``), one statement (one hop).
 
         Overdue holds are not released, but their slots count as free.
@@ -224,6 +226,8 @@ class SqliteBookingStore:
             "slot_id": slot_id,
             "now": format_instant(now),
             "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
+            "price_amount": None if price is None else price.amount,
+            "price_currency": None if price is None else price.currency,
         }
         rows = await self._read(SLOTS_NEAR, params)
         slot = next((slot_from_row(row) for row in rows if row["kind"] == 0), None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -109,17 +108,14 @@ def check_intent_approval(
     if approval.intent.digest() != approval.intent_hash:
         raise ApprovalIntentHashMismatchError(booking_id=booking_id)
     if approval.intent != current:
-        fields = [
-            field.name
-            for field in dataclasses.fields(current)
-            if getattr(approval.intent, field.name, None) != getattr(current, field.name)
-        ]
         # Help on conflict: what the person approved against what they would approve now,
         # and the current intent to show them again (as HUMAN_APPROVAL_REQUIRED offers it).
+        # ``fields`` names the changes' fields (the intent's keys), so the two never disagree.
+        changes = intent_changes(approval.intent.canonical_doc(), current.canonical_doc())
         raise ApprovalIntentMismatchError(
             booking_id=booking_id,
-            fields=fields,
-            changes=intent_changes(approval.intent.canonical_doc(), current.canonical_doc()),
+            fields=[change.field for change in changes],
+            changes=changes,
             intent=current,
             intent_hash=current.digest(),
         )

@@ -51,8 +51,9 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ErrorCode.SLOT_UNAVAILABLE: ErrorText(
         message="The slot is already held or booked, or has started.",
         recovery="Another booking holds or owns this slot, or it has started; offer the user "
-        "the free slots in details.alternatives (best first; hold the chosen slotId, which "
-        "another caller may take first), or search again.",
+        "the free slots in details.alternatives (best first; another caller may take one "
+        "first), or search again. Hold the chosen slotId; for a reschedule, send it as "
+        "newSlotId instead.",
     ),
     ErrorCode.BOOKING_EXPIRED: ErrorText(
         message="The hold expired and the slot was released.",
@@ -181,11 +182,12 @@ def recovery_of(error: BookingError) -> str:
 def wire_details(error: BookingError) -> dict[str, Any]:
     """``details`` as the wire shows them: camelCase keys, RFC 3339 instants.
 
-    The domain names the fields of a mismatch (``details["fields"]``) by its own snake_case
-    names; they are shown camelCase too. Intents are shown as their canonical documents, the
-    alternatives of a taken slot as the slot search lists slots (``wire.render_slot``), the
-    changes of an intent mismatch as ``{field, approvedValue, currentValue}``. Values the
-    edge put there itself (``violations``) pass unchanged.
+    The domain names the fields of a payment mismatch (``details["fields"]``) by its own
+    snake_case names (an intent mismatch's by the intent's keys); they are shown camelCase.
+    Intents are shown as their canonical documents, the alternatives of a taken slot as the
+    slot search lists slots (``wire.render_slot``), the changes of an intent mismatch as
+    ``{field, approvedValue, currentValue}``. Values the edge put there itself
+    (``violations``) pass unchanged.
     """
     shown: dict[str, Any] = {}
     for key, value in error.details.items():
