@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -568,3 +568,81 @@ def test_the_meta_merge_stamps_every_result_object_and_leaves_anything_else_alon
         expected["result"]["_meta"] = {}
     expected["result"]["_meta"].update(STAMPS)
     assert json.loads(merged) == expected
+
+
+def _reserving_app(content_type: bytes, *, client_time: bool) -> Any:
+    """An inner app that answers one result the way this server's handlers do (reserving)."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if client_time:
+            scope[SCOPE_CLIENT_SENT_AT] = SENT  # what the gate does once it validated one
+        reserved = timestamps.reserved_stamps(scope)
+        result = {
+            "x": 'a "clientSentAt" inside a string',
+            **({"_meta": reserved} if reserved else {}),
+        }
+        text = json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}, separators=(",", ":"))
+        body = (
+            text.encode() if content_type == b"application/json" else f"data: {text}\n\n".encode()
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", content_type)],
+            }
+        )
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return app
+
+
+async def _through_layer(inner: Any) -> tuple[dict[bytes, bytes], bytes]:
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> MutableMapping[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    layer = timestamps.TimestampLayer(inner, clock=TickingClock())
+    await layer({"type": "http", "headers": []}, receive, send)
+    return dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+
+@pytest.mark.parametrize("content_type", [b"application/json", b"text/event-stream"])
+async def test_a_reserved_result_is_stamped_in_place_with_the_headers_times(
+    content_type: bytes,
+) -> None:
+    headers, body = await _through_layer(_reserving_app(content_type, client_time=True))
+    message = json.loads(body.decode().removeprefix("data: "))
+    assert message["result"]["_meta"] == {
+        "clientSentAt": SENT,
+        "serverReceivedAt": headers[b"x-mcp-server-received-at"].decode(),
+        "serverRespondedAt": headers[b"x-mcp-server-responded-at"].decode(),
+    }
+    assert message["result"]["x"] == 'a "clientSentAt" inside a string'
+
+
+async def test_without_a_validated_client_time_nothing_is_reserved_or_invented() -> None:
+    headers, body = await _through_layer(_reserving_app(b"application/json", client_time=False))
+    assert json.loads(body)["result"]["_meta"] == {
+        "serverReceivedAt": headers[b"x-mcp-server-received-at"].decode(),
+        "serverRespondedAt": headers[b"x-mcp-server-responded-at"].decode(),
+    }
+
+
+def test_a_reservation_the_boundary_cannot_fill_is_dropped_never_sent() -> None:
+    """A reserved body met without a client time (or in another spelling): no placeholder out."""
+    reserved = timestamps._RESERVED_META
+    spaced = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"_meta": reserved}}).encode()
+    for client_sent_at in (None, SENT):
+        merged = timestamps._merge_result_meta(spaced, client_sent_at, stamp(0), stamp(1))
+        meta = json.loads(merged)["result"]["_meta"]
+        assert timestamps._PLACEHOLDER.encode() not in merged
+        assert meta == {
+            **({"clientSentAt": SENT} if client_sent_at else {}),
+            "serverReceivedAt": stamp(0),
+            "serverRespondedAt": stamp(1),
+        }

@@ -70,7 +70,16 @@ class TimestampLayer:
 class _StampingSend:
     """The ``send`` callable handed to the inner app for one request."""
 
-    __slots__ = ("_chunks", "_clock", "_received_at", "_scope", "_send", "_start", "_streaming")
+    __slots__ = (
+        "_chunks",
+        "_clock",
+        "_received_at",
+        "_responded_at",
+        "_scope",
+        "_send",
+        "_start",
+        "_streaming",
+    )
 
     def __init__(self, send: Send, scope: Scope, received_at: str, clock: Clock) -> None:
         self._send = send
@@ -80,18 +89,23 @@ class _StampingSend:
         self._start: Message | None = None
         self._chunks: list[bytes] = []
         self._streaming = False
+        self._responded_at = ""
 
     async def __call__(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             if _header(message, b"content-type").startswith(b"text/event-stream"):
-                # result._meta cannot be rewritten mid-stream: headers only.
+                # A stream is not parsed: headers, and any reservation filled in place.
                 self._streaming = True
-                await self._send(self._stamped(message, format_instant(self._clock.now()), None))
+                self._responded_at = format_instant(self._clock.now())
+                await self._send(self._stamped(message, self._responded_at, None))
             else:
                 self._start = message
             return
-        if kind != "http.response.body" or self._streaming or self._start is None:
+        if kind == "http.response.body" and self._streaming:
+            await self._send(self._filled_event(message))
+            return
+        if kind != "http.response.body" or self._start is None:
             await self._send(message)
             return
         body: bytes = message.get("body", b"")
@@ -110,6 +124,15 @@ class _StampingSend:
         await self._send(self._stamped(self._start, responded_at, len(body)))
         await self._send({"type": "http.response.body", "body": body, "more_body": False})
 
+    def _filled_event(self, message: Message) -> Message:
+        """An event-stream chunk with a reservation in it filled (with the headers' times)."""
+        client_sent_at = self._scope.get(SCOPE_CLIENT_SENT_AT)
+        body: bytes = message.get("body", b"")
+        if not isinstance(client_sent_at, str) or _RESERVED_TEXT not in body:
+            return message
+        filled = _filled(body, client_sent_at, self._received_at, self._responded_at)
+        return {**message, "body": filled}
+
     def _stamped(self, start: Message, responded_at: str, body_length: int | None) -> Message:
         drop = _OWN_HEADERS if body_length is not None else _OWN_HEADERS - {b"content-length"}
         headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() not in drop]
@@ -126,12 +149,16 @@ _SCOPE_RESERVED: Final = "expert_booking.reserved_stamps"
 def reserved_stamps(scope: Mapping[str, Any]) -> Mapping[str, str] | None:
     """The ``result._meta`` entries a result handler adds so the boundary stamps it in place.
 
-    ``None`` when no ``TimestampLayer`` serves the request (the SDK's in-process client):
-    then nothing is reserved, and no placeholder can reach a client. The values are a
-    per-process placeholder that the boundary always replaces with the three stamps.
+    ``None`` when no ``TimestampLayer`` serves the request (the SDK's in-process client) or
+    no client time was validated (the boundary would have no ``clientSentAt`` to write, and
+    never invents one): then nothing is reserved. The values are a per-process placeholder
+    the boundary replaces with the three stamps; one it cannot replace is dropped
+    (:func:`_merge`), so no placeholder reaches a client.
     """
     reserved = scope.get(_SCOPE_RESERVED)
-    return reserved if reserved is _RESERVED_META else None
+    if reserved is not _RESERVED_META or not isinstance(scope.get(SCOPE_CLIENT_SENT_AT), str):
+        return None
+    return reserved
 
 
 def _header(message: Message, name: bytes) -> bytes:
@@ -155,17 +182,8 @@ def _merge_result_meta(
     that is not a JSON-RPC result object, or would need ``NaN`` or ``Infinity`` written, goes
     out unstamped.
     """
-    if client_sent_at is not None:
-        at = body.rfind(_RESERVED_TEXT)
-        if at >= 0:
-            filled = compact_text(
-                {
-                    CLIENT_SENT_META: client_sent_at,
-                    SERVER_RECEIVED_META: received_at,
-                    SERVER_RESPONDED_META: responded_at,
-                }
-            )[1:-1].encode()
-            return body[:at] + filled + body[at + len(_RESERVED_TEXT) :]
+    if client_sent_at is not None and _RESERVED_TEXT in body:
+        return _filled(body, client_sent_at, received_at, responded_at)
     stamps = {SERVER_RECEIVED_META: received_at, SERVER_RESPONDED_META: responded_at}
     if client_sent_at is not None:
         stamps = {CLIENT_SENT_META: client_sent_at, **stamps}
@@ -176,6 +194,17 @@ def _merge_result_meta(
     if not _merge(message, stamps):
         return body
     return compact_text(message).encode()
+
+
+def _filled(body: bytes, client_sent_at: str, received_at: str, responded_at: str) -> bytes:
+    """``body`` with its (last) reservation's text replaced by the three stamps."""
+    at = body.rfind(_RESERVED_TEXT)
+    stamps = {
+        CLIENT_SENT_META: client_sent_at,
+        SERVER_RECEIVED_META: received_at,
+        SERVER_RESPONDED_META: responded_at,
+    }
+    return body[:at] + compact_text(stamps)[1:-1].encode() + body[at + len(_RESERVED_TEXT) :]
 
 
 def _stamped_by_stdlib(body: bytes, stamps: dict[str, str]) -> bytes:
@@ -192,7 +221,10 @@ def _stamped_by_stdlib(body: bytes, stamps: dict[str, str]) -> bytes:
 
 
 def _merge(message: Any, stamps: dict[str, str]) -> bool:
-    """Merge ``stamps`` into ``message["result"]["_meta"]``; False when there is no result."""
+    """Merge ``stamps`` into ``message["result"]["_meta"]``; False when there is no result.
+
+    A reserved stamp that ``stamps`` does not replace is dropped, never sent.
+    """
     if not isinstance(message, dict):
         return False
     result = message.get("result")
@@ -203,4 +235,6 @@ def _merge(message: Any, stamps: dict[str, str]) -> bool:
         meta = {}
         result["_meta"] = meta
     meta.update(stamps)
+    for key in [key for key in _RESERVED_META if meta.get(key) == _PLACEHOLDER]:
+        del meta[key]
     return True
