@@ -121,6 +121,7 @@ def serve(
     exit_cleanly_on_signals()
     from expert_booking.edge.http_limits import BoundedHttpProtocol, HttpLimits  # noqa: PLC0415
     from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+    from expert_booking.edge.refusals import RefusalLog  # noqa: PLC0415
     from expert_booking.settings import Settings  # noqa: PLC0415
 
     bound = sock if sock is not None else listen(host, port)
@@ -134,7 +135,8 @@ def serve(
         port=bound.getsockname()[1],
         loop="uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio",
         http=BoundedHttpProtocol.bound(
-            HttpLimits.from_settings(bounds, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+            HttpLimits.from_settings(bounds, resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+            refusals=RefusalLog(per_second=bounds.refusal_log_lines_per_second),
         ),
         lifespan="on",
         # uvicorn would rewrite the peer from X-Forwarded-For sent from 127.0.0.1 (its default

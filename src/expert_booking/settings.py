@@ -84,6 +84,7 @@ class Settings:
     http_body_timeout_seconds: float = 10.0
     http_keep_alive_seconds: int = 5
     http_max_connections: int = 1024
+    refusal_log_lines_per_second: int = 20
 
     @property
     def client_clock_tolerance(self) -> timedelta:
@@ -346,6 +347,7 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", _positive_float),
     "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _positive_int),
     "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
+    "REFUSAL_LOG_LINES_PER_SECOND": ("refusal_log_lines_per_second", _positive_int),
 }
 
 VARIABLE_NAMES = tuple(_VARIABLES)

@@ -65,6 +65,8 @@ def server(auth_server: AuthorizationServer) -> Iterator[ServerProcess]:
         # Quotas are on by default in oauth mode; this module is about tokens.
         "QUOTA_PER_CALLER_PER_MINUTE": "100000",
         "QUOTA_GLOBAL_PER_MINUTE": "100000",
+        # Tests here await one refusal line each, sent faster than the default 20 lines/s.
+        "REFUSAL_LOG_LINES_PER_SECOND": "100000",
     }
     with ServerProcess(env=env) as running:
         yield running

@@ -144,12 +144,14 @@ def test_the_http_bounds_and_the_client_clock_tolerance_are_read_from_the_enviro
             "HTTP_BODY_TIMEOUT_SECONDS": "3",
             "HTTP_KEEP_ALIVE_SECONDS": "7",
             "HTTP_MAX_CONNECTIONS": "50",
+            "REFUSAL_LOG_LINES_PER_SECOND": "5",
         }
     )
     assert settings.client_clock_tolerance.total_seconds() == 30
     assert (settings.http_max_header_bytes, settings.http_max_headers) == (4096, 20)
     assert (settings.http_header_timeout_seconds, settings.http_body_timeout_seconds) == (2.5, 3)
     assert (settings.http_keep_alive_seconds, settings.http_max_connections) == (7, 50)
+    assert settings.refusal_log_lines_per_second == 5
     defaults = Settings()
     assert defaults.client_clock_tolerance_seconds == 300
 

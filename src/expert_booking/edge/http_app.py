@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
 from expert_booking.edge.bearer_gate import BearerAuth
 from expert_booking.edge.gates import GateLimits, McpRequestGate
+from expert_booking.edge.refusals import RefusalLog
 from expert_booking.edge.timestamps import TimestampLayer
 from expert_booking.ports import Clock
 from expert_booking.settings import Settings
@@ -101,6 +102,7 @@ def create_app(
             client_clock_tolerance=settings.client_clock_tolerance,
         ),
         auth=auth,
+        refusal_log=RefusalLog(per_second=settings.refusal_log_lines_per_second),
     )
     return McpRouter(
         mcp=TimestampLayer(gate, clock=clock),
