@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-import mcp_types as types
 import pytest
 
 from expert_booking.access.ports import DisabledTool, ToolSwitchState
@@ -20,8 +19,8 @@ from tests.fakes import CONTEXT
 pytestmark = pytest.mark.anyio
 
 T = datetime(2030, 9, 1, tzinfo=UTC)
-CALL = types.CallToolRequestParams(name="tool_catalog.search", arguments={})
-CONTINUATION = CALL.model_copy(update={"request_state": "sealed-by-the-boundary"})
+CALL = {"name": "tool_catalog.search", "arguments": {}}
+CONTINUATION = {**CALL, "requestState": "sealed-by-the-boundary"}
 ALICE = replace(CONTEXT, principal=Principal(issuer="https://issuer.example", subject="alice"))
 BOB = replace(CONTEXT, principal=Principal(issuer="https://issuer.example", subject="bob"))
 
@@ -43,7 +42,7 @@ def _admission(per_caller: int, *, continuation: bool = False) -> CallAdmission:
     return CallAdmission(
         quota=quota,
         switches=NOTHING_OFF,
-        is_continuation=(lambda params: params.request_state is not None)
+        is_continuation=(lambda params: params.get("requestState") is not None)
         if continuation
         else (lambda _params: False),
     )

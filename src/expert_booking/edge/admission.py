@@ -23,8 +23,9 @@ and the ``requestState`` this server sealed) is the same call and does not count
 ``is_continuation`` tells. No tool of this server asks for input yet, so the default counts
 every call; a round that lands installs the SDK's ``RequestStateBoundary`` (it refuses a forged,
 altered or expired ``requestState`` before any handler runs, so a client cannot skip its
-quota by inventing one) and passes ``lambda params: params.request_state is not None``; the
-round's single use of a state bounds how often a continuation passes uncounted.
+quota by inventing one) and passes ``lambda params: params.get("requestState") is not None``
+(the call's wire params); the round's single use of a state bounds how often a continuation
+passes uncounted.
 
 Live state travels in ``meta``, never in ``data`` (so catalog data, its ``sha256`` and
 ``catalogVersion`` change only with a document): ``quotaRemaining`` while quotas are on,
@@ -39,8 +40,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
-
-import mcp_types as types
 
 from expert_booking.access.caller import Caller
 from expert_booking.access.ports import DisabledTool, QuotaCounter, ToolSwitchState
@@ -64,7 +63,7 @@ class SwitchView(Protocol):
     def state(self) -> ToolSwitchState: ...
 
 
-def no_input_rounds(_params: types.CallToolRequestParams) -> bool:
+def no_input_rounds(_params: Mapping[str, Any]) -> bool:
     """No call is a continuation: this server asks for no input yet (see the module docstring)."""
     return False
 
@@ -78,7 +77,7 @@ class CallAdmission:
         quota: QuotaCounter | None,
         switches: SwitchView,
         trusted_proxies: Sequence[IpNetwork] = (),
-        is_continuation: Callable[[types.CallToolRequestParams], bool] = no_input_rounds,
+        is_continuation: Callable[[Mapping[str, Any]], bool] = no_input_rounds,
     ) -> None:
         """Count against ``quota`` (``None``: quotas off) and refuse what ``switches`` disable."""
         self._quota = quota
@@ -94,7 +93,7 @@ class CallAdmission:
 
     async def admit(
         self,
-        params: types.CallToolRequestParams,
+        params: Mapping[str, Any],
         scope: Mapping[str, Any],
         context: CallContext,
     ) -> int | RateLimitedError | None:

@@ -18,6 +18,7 @@ from expert_booking.domain.model import format_instant
 from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
+from expert_booking.edge.direct_calls import DirectToolCalls
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
 from expert_booking.edge.observability import (
     ActionLineSink,
@@ -164,18 +165,17 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         return _with_stamps(listed, asgi_scope(ctx))
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    async def serve_call(
+        ctx: ServerRequestContext[Any], name: str, args: Mapping[str, Any]
     ) -> dict[str, Any]:
-        if params.name not in schemas:
-            raise _unknown_tool(params.name)
+        if name not in schemas:
+            raise _unknown_tool(name)
         scope = asgi_scope(ctx)
         client_sent_at, server_received_at = request_times(ctx, scope, clock)
-        args: Mapping[str, Any] = params.arguments or {}
         span_id = args.get("requestSpanId")
         trace_id = derive_trace_id(span_id if isinstance(span_id, str) else None)
         with observer.action(
-            params.name,
+            name,
             trace_id=trace_id,
             caller=request_caller(scope, request_principal(scope), trusted_proxies).log_value(),
             client=caller_of(ctx.meta),
@@ -183,21 +183,21 @@ def build_mcp_server(
         ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
             if admission is None:
-                outcome = await dispatcher.run(params.name, args, action, context)
+                outcome = await dispatcher.run(name, args, action, context)
                 envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
                 return _with_stamps(to_call_result(envelope), scope)
-            admitted = await admission.admit(params, scope, context)
+            admitted = await admission.admit(ctx.params or {}, scope, context)
             if isinstance(admitted, RateLimitedError):
                 action.fail(admitted.code)
                 outcome = Outcome(action, admitted)
                 remaining: int | None = 0
             else:
-                outcome = await dispatcher.run(params.name, args, action, context)
+                outcome = await dispatcher.run(name, args, action, context)
                 remaining = admitted
             if isinstance(outcome.result, BookingError):
                 admission.log_refusal(
                     outcome.result,
-                    tool=outcome.result.details.get("name", params.name),
+                    tool=outcome.result.details.get("name", name),
                     operation_id=outcome.action.operation_id,
                     scope=scope,
                     context=context,
@@ -205,6 +205,11 @@ def build_mcp_server(
             live = admission.live_meta(remaining)
             envelope = _envelope(outcome, client_sent_at, server_received_at, clock, live)
         return _with_stamps(to_call_result(envelope), scope)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        return await serve_call(ctx, params.name, params.arguments or {})
 
     server: Server[Any] = Server(
         SERVER_NAME,
@@ -227,6 +232,10 @@ def build_mcp_server(
         server.middleware[:] = [
             m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
         ]
+    # Innermost: the OpenTelemetry middleware, when on, still spans every call.
+    server.middleware.append(
+        DirectToolCalls(serve_call, tools=schemas, server_info=server.server_info_stamp)
+    )
     return server
 
 
