@@ -11,14 +11,20 @@ structure of the request two more times, on every call.
 that short-circuits without ``call_next`` owns its result, envelope included"). This one does
 so for exactly the requests it can answer as the SDK would:
 
-- ``tools/call`` at a 2026-era protocol version, whose params pass the SDK's own surface
-  validation (``mcp_types.methods.validate_client_request``, kept on this path), naming one
-  of this server's tools;
+- ``tools/call`` at a 2026-era protocol version whose params hold only ``name``,
+  ``arguments`` and ``_meta``, pass the SDK's own surface validation
+  (``mcp_types.methods.validate_client_request``, kept on this path) and name one of this
+  server's tools;
 - the result is the handler's own wire dict (``envelope.to_call_result``: ``resultType``
-  included) with the ``serverInfo`` stamp added to its ``_meta``, as the SDK adds it.
+  included) with a fresh copy of the ``serverInfo`` stamp added to its ``_meta`` unless the
+  handler set one, as the SDK adds it.
 
-Anything else (another method, a legacy version, malformed params, an unknown tool name) goes
-to ``call_next``: the SDK's path, its errors and its checks, unchanged. What the skipped
+Anything else goes to ``call_next``: the SDK's path, its errors and its checks, unchanged.
+That includes another method, a legacy version, malformed params, an unknown tool name, and
+params with any other member: ``task`` (which the SDK's params model checks and the 2026
+surface ignores), an input round's ``requestState`` and ``inputResponses`` (a middleware
+such as the SDK's ``RequestStateBoundary``, inserted before this one, judges them; the
+registered handler then serves the call). What the skipped
 result validation guaranteed is a test instead: every tool's results, successes and failures,
 are fixed points of ``serialize_server_result`` (``tests/e2e/test_direct_calls.py``).
 """
@@ -38,6 +44,7 @@ ServeCall = Callable[[ServerRequestContext[Any], str, Mapping[str, Any]], Awaita
 """``(ctx, tool name, arguments) -> the CallToolResult wire dict``: the server's one call path."""
 
 _METHOD = "tools/call"
+_SERVED_MEMBERS = frozenset({"name", "arguments", "_meta"})
 
 
 class DirectToolCalls:
@@ -48,10 +55,10 @@ class DirectToolCalls:
     def __init__(
         self, serve: ServeCall, *, tools: Collection[str], server_info: Mapping[str, Any]
     ) -> None:
-        """``server_info`` is the SDK's ``Server.server_info_stamp``, taken once.
+        """Answer with ``serve``; ``server_info`` is the SDK's ``Server.server_info_stamp``.
 
-        It is shared by every response: the result is encoded as soon as it leaves the chain
-        and nothing on the way writes into it.
+        The stamp is taken once and copied into each result: an in-process client receives
+        the result dict itself.
         """
         self._serve = serve
         self._tools = frozenset(tools)
@@ -64,6 +71,7 @@ class DirectToolCalls:
             ctx.method != _METHOD
             or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
             or params is None
+            or not _SERVED_MEMBERS.issuperset(params)
         ):
             return await call_next(ctx)
         try:
@@ -74,5 +82,7 @@ class DirectToolCalls:
         if name not in self._tools:
             return await call_next(ctx)
         result = await self._serve(ctx, name, params.get("arguments") or {})
-        result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: self._stamp}
+        meta = result.get("_meta") or {}
+        if meta.get(SERVER_INFO_META_KEY) is None:
+            result["_meta"] = {**meta, SERVER_INFO_META_KEY: dict(self._stamp)}
         return result
