@@ -2,7 +2,7 @@
 
 ``encode`` gives the headers and body as the SDK client sends them (2026-07-28, ``_meta``
 envelope, ``Mcp-Method``/``Mcp-Name``), minus the client timestamp, which the sending client
-stamps at its send boundary.
+stamps at its send boundary (``stamped=True``: stamped now, for a plain HTTP client).
 """
 
 from __future__ import annotations
@@ -12,13 +12,17 @@ import itertools
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types
 
 from expert_booking.domain.model import format_instant
-from expert_booking.edge.wire_time import SUPPORTED_PROTOCOL_VERSION
+from expert_booking.edge.wire_time import (
+    CLIENT_SENT_HEADER,
+    CLIENT_SENT_META,
+    SUPPORTED_PROTOCOL_VERSION,
+)
 
 _REQUEST_IDS = itertools.count(1)
 
@@ -96,9 +100,16 @@ def confirm_arguments(
     }
 
 
-def encode(call: McpCall, request_id: int | None = None) -> tuple[dict[str, str], bytes]:
-    """Headers and body of ``call`` as the SDK client sends them (minus the client timestamp)."""
-    meta = {
+def encode(
+    call: McpCall, request_id: int | None = None, *, stamped: bool = False
+) -> tuple[dict[str, str], bytes]:
+    """Headers and body of ``call`` as the SDK client sends them.
+
+    Without the client timestamp (the sending client stamps it at its send boundary), or,
+    ``stamped``, with the time now in header ``x-mcp-client-sent-at`` and ``_meta.clientSentAt``
+    (for a test that posts the body with a plain HTTP client).
+    """
+    meta: dict[str, Any] = {
         mcp_types.PROTOCOL_VERSION_META_KEY: SUPPORTED_PROTOCOL_VERSION,
         mcp_types.CLIENT_INFO_META_KEY: {"name": "expert-booking-loadgen", "version": "0.1.0"},
         mcp_types.CLIENT_CAPABILITIES_META_KEY: {},
@@ -120,4 +131,8 @@ def encode(call: McpCall, request_id: int | None = None) -> tuple[dict[str, str]
         headers["mcp-name"] = call.name
     if call.bearer is not None:
         headers["authorization"] = f"Bearer {call.bearer}"
+    if stamped:
+        sent = format_instant(datetime.now(UTC))
+        meta[CLIENT_SENT_META] = sent
+        headers[CLIENT_SENT_HEADER] = sent
     return headers, json.dumps(message, separators=(",", ":")).encode()

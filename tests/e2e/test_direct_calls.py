@@ -10,9 +10,7 @@ an unknown tool) keeps the SDK's answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -20,7 +18,6 @@ import pytest
 from mcp_types import INVALID_PARAMS, SERVER_INFO_META_KEY
 from mcp_types.methods import serialize_server_result
 
-from expert_booking.domain.model import format_instant
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_META,
     SERVER_RECEIVED_META,
@@ -41,14 +38,8 @@ async def http(stub_server: ServerProcess) -> AsyncIterator[httpx.AsyncClient]:
 
 async def _post(http: httpx.AsyncClient, call: McpCall) -> dict[str, Any]:
     """The JSON-RPC reply to ``call`` sent as the SDK client sends it, stamped now."""
-    headers, body = encode(call, request_id=7)
-    sent = format_instant(datetime.now(UTC))
-    message = json.loads(body)
-    message["params"]["_meta"][CLIENT_SENT_META] = sent
-    response = await http.post(
-        "", content=json.dumps(message), headers={**headers, "x-mcp-client-sent-at": sent}
-    )
-    reply: dict[str, Any] = response.json()
+    headers, body = encode(call, request_id=7, stamped=True)
+    reply: dict[str, Any] = (await http.post("", content=body, headers=headers)).json()
     return reply
 
 

@@ -16,13 +16,11 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 
-from expert_booking.domain.model import format_instant
 from expert_booking.testing.server_process import ServerProcess
 from harness.authorization_server import AuthorizationServer, Key, Resource
 from harness.mcp_calls import McpCall, encode, hold_arguments, logical, tools_call, tools_list
@@ -80,19 +78,12 @@ def send(
     authorization: list[str] | None = None,
 ) -> httpx.Response:
     """``call`` as the SDK client sends it, stamped now, with ``token`` as a Bearer token."""
-    headers, body = encode(call, request_id=42)
-    sent = format_instant_now()
-    message = json.loads(body)
-    message["params"]["_meta"]["clientSentAt"] = sent
-    pairs = [*headers.items(), ("x-mcp-client-sent-at", sent)]
+    headers, body = encode(call, request_id=42, stamped=True)
+    pairs = list(headers.items())
     if token is not None:
         pairs.append(("authorization", f"Bearer {token}"))
     pairs += [("authorization", value) for value in authorization or []]
-    return httpx.post(server.url, content=json.dumps(message), headers=pairs, timeout=30)
-
-
-def format_instant_now() -> str:
-    return format_instant(datetime.now(UTC))
+    return httpx.post(server.url, content=body, headers=pairs, timeout=30)
 
 
 def challenge(response: httpx.Response) -> dict[str, str]:

@@ -20,7 +20,6 @@ from typing import Any
 import httpx
 import pytest
 
-from expert_booking.domain.model import format_instant
 from expert_booking.testing.server_process import ServerProcess
 from harness.authorization_server import AuthorizationServer, Client, Key, Resource
 from harness.mcp_calls import (
@@ -74,16 +73,8 @@ def token(auth_server: AuthorizationServer, client: Client) -> str:
 
 def send(server: ServerProcess, call: McpCall, bearer: str) -> dict[str, Any]:
     """``call`` stamped now with ``bearer``; the envelope (HTTP 200 expected)."""
-    headers, body = encode(with_bearer(call, bearer), request_id=1)
-    sent = format_instant(datetime.now(UTC))
-    message = json.loads(body)
-    message["params"]["_meta"]["clientSentAt"] = sent
-    response = httpx.post(
-        server.url,
-        content=json.dumps(message),
-        headers={**headers, "x-mcp-client-sent-at": sent},
-        timeout=30,
-    )
+    headers, body = encode(with_bearer(call, bearer), request_id=1, stamped=True)
+    response = httpx.post(server.url, content=body, headers=headers, timeout=30)
     assert response.status_code == 200, response.text
     envelope: dict[str, Any] = response.json()["result"]["structuredContent"]
     return envelope

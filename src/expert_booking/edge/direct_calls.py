@@ -24,9 +24,9 @@ That includes another method, a legacy version, malformed params, an unknown too
 params with any other member: ``task`` (which the SDK's params model checks and the 2026
 surface ignores), an input round's ``requestState`` and ``inputResponses`` (a middleware
 such as the SDK's ``RequestStateBoundary``, inserted before this one, judges them; the
-registered handler then serves the call). What the skipped
-result validation guaranteed is a test instead: every tool's results, successes and failures,
-are fixed points of ``serialize_server_result`` (``tests/e2e/test_direct_calls.py``).
+registered handler then serves the call). What the skipped result validation guaranteed is a
+test instead: every tool's results, successes and failures, are fixed points of
+``serialize_server_result`` (``tests/e2e/test_direct_calls.py``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class DirectToolCalls:
         """
         self._serve = serve
         self._tools = frozenset(tools)
-        self._stamp = dict(server_info)
+        self._stamp = server_info
 
     async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         """Answer the call, or pass it on unchanged."""
