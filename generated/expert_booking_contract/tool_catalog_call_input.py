@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 class ToolCatalogCallInput(BaseModel):
     """
-    arguments are checked strictly against the tool's schema: no coercion ("5" is not 5, 3.0 is not 3), no defaults, no unknown fields, strings kept exactly; a violation runs nothing (INVALID_ARGUMENTS, each field's JSON Pointer). Side effects, idempotency and errors are the tool's own.
+    arguments must match the tool's schema exactly: no coercion ("5" is not 5, 3.0 is not 3), no defaults, no unknown fields, strings kept as sent; a violation runs nothing (INVALID_ARGUMENTS, each field's JSON Pointer). Effects, idempotency and errors are the tool's own.
     """
 
     model_config = ConfigDict(
@@ -22,7 +22,7 @@ class ToolCatalogCallInput(BaseModel):
     """
     arguments: dict[str, Any]
     """
-    The tool's arguments, exactly as its schema says.
+    The tool's arguments, per its schema.
     """
     requestSpanId: UUID
     """
@@ -30,5 +30,5 @@ class ToolCatalogCallInput(BaseModel):
     """
     catalogVersion: str | None = None
     """
-    Optional: from search/read; if stale: CATALOG_STALE, nothing runs.
+    From search/read; if stale: CATALOG_STALE, nothing runs.
     """

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class ToolCatalogReadInput(BaseModel):
     """
-    Read-only; each document is fixed (sha256). Errors: INVALID_ARGUMENTS, TOOL_NOT_FOUND.
+    Each document is fixed (sha256). Errors: INVALID_ARGUMENTS, TOOL_NOT_FOUND.
     """
 
     model_config = ConfigDict(
@@ -30,5 +30,5 @@ class ToolCatalogReadInput(BaseModel):
     """
     requestSpanId: UUID | None = None
     """
-    Optional user-request UUID; sets meta.traceId.
+    User-request UUID; sets meta.traceId.
     """

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class ToolCatalogSearchInput(BaseModel):
     """
-    Read-only; the catalog is fixed. Errors: INVALID_ARGUMENTS, INVALID_CURSOR.
+    The catalog is fixed. Errors: INVALID_ARGUMENTS, INVALID_CURSOR.
     """
 
     model_config = ConfigDict(
@@ -30,5 +30,5 @@ class ToolCatalogSearchInput(BaseModel):
     """
     requestSpanId: UUID | None = None
     """
-    Optional user-request UUID; sets meta.traceId.
+    User-request UUID; sets meta.traceId.
     """
