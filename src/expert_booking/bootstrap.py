@@ -28,7 +28,7 @@ from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.policy import BookingPolicy
 from expert_booking.services import BookingService
 from expert_booking.settings import AuthMode
-from expert_booking.telemetry import configure_tracing
+from expert_booking.telemetry import configure_tracing, tracer_provider_installed
 from expert_booking.version import package_version
 
 if TYPE_CHECKING:
@@ -148,6 +148,9 @@ def build_asgi_app(
     clock = clock or SystemClock()
     store = _StoreOpenedAtStartup()
     tracer_provider = configure_tracing(os.environ)
+    # Spans when OTEL_* asks for an exporter, or when the embedding process installed a
+    # provider before building the app; else the API would only make no-op spans.
+    tracing = tracer_provider is not None or tracer_provider_installed()
     payments_http = httpx.AsyncClient(
         base_url=settings.payment_query_base_url,
         timeout=httpx.Timeout(settings.payment_timeout_seconds),
@@ -165,7 +168,7 @@ def build_asgi_app(
             deadline_seconds=settings.payment_timeout_seconds,
             answer_schema=registry["payment_answer"].validator,
             # Like the actions (ActionObserver(spans=False)): no spans unless tracing is on.
-            tracer=None if tracer_provider is not None else trace.NoOpTracer(),
+            tracer=None if tracing else trace.NoOpTracer(),
         ),
         clock=clock,
         policy=BookingPolicy(
@@ -191,7 +194,7 @@ def build_asgi_app(
         clock=clock,
         registry=registry,
         version=package_version(),
-        tracing_enabled=tracer_provider is not None,
+        tracing_enabled=tracing,
         action_lines=action_lines,
         trusted_proxies=settings.trusted_proxies,
         admission=admission,

@@ -20,6 +20,15 @@ class TracingConfigError(ValueError):
     """An ``OTEL_*`` value this server cannot honour; raised at startup."""
 
 
+def tracer_provider_installed() -> bool:
+    """Whether the process already has a tracer provider (an embedding application's).
+
+    The OpenTelemetry API hands out a placeholder (``ProxyTracerProvider``) until one is set;
+    anything else is a provider someone installed to receive spans.
+    """
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def configure_tracing(
     env: Mapping[str, str],
     *,

@@ -124,7 +124,8 @@ def build_mcp_server(
         clock: The injected clock (envelope and log timestamps).
         registry: The loaded schema documents.
         version: The server version reported in ``serverInfo``.
-        tracing_enabled: Whether a TracerProvider exports spans; without one the SDK's
+        tracing_enabled: Whether a tracer provider receives spans (one ``OTEL_*`` set up, or
+            the embedding application's); without one the SDK's
             OpenTelemetry middleware is removed, as it costs ~60 us per request for nothing,
             and actions make no spans (``ActionObserver(spans=False)``).
         action_lines: Where action log lines go (``configure_logging``'s handler); without
