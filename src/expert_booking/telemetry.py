@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from opentelemetry import trace
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
 DEFAULT_SERVICE_NAME = "expert-booking-mcp"
@@ -98,7 +98,14 @@ def _exporter(name: str) -> SpanExporter:
     if name == "console":
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter  # noqa: PLC0415
 
-        return ConsoleSpanExporter(out=sys.stderr)
+        # One span per line: every stderr line stays one JSON object (CONTRACT section 5);
+        # the exporter's default is indented JSON over many lines.
+        return ConsoleSpanExporter(out=sys.stderr, formatter=_one_line)
     raise TracingConfigError(
         f"OTEL_TRACES_EXPORTER={name!r} is not supported; use otlp, console or none"
     )
+
+
+def _one_line(span: ReadableSpan) -> str:
+    line: str = span.to_json(indent=None)
+    return line + "\n"

@@ -395,6 +395,23 @@ def test_tracing_is_configured_from_the_standard_variables(
         provider.shutdown()
 
 
+def test_the_console_exporter_writes_each_span_as_one_json_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    provider = configure_tracing({"OTEL_TRACES_EXPORTER": "console"}, install_global=False)
+    assert provider is not None
+    tracer = provider.get_tracer("expert_booking")
+    for name in ("tool_catalog.call", "booking.get_booking"):
+        tracer.start_span(name, attributes={"expert_booking.action": name}).end()
+    provider.shutdown()  # flushes the batch
+
+    lines = capsys.readouterr().err.splitlines()
+    assert [json.loads(line)["name"] for line in lines] == [
+        "tool_catalog.call",
+        "booking.get_booking",
+    ]
+
+
 def test_default_service_name_and_unknown_exporter() -> None:
     provider = configure_tracing({"OTEL_TRACES_EXPORTER": "console"}, install_global=False)
     assert provider is not None

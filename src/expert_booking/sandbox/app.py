@@ -38,7 +38,7 @@ from expert_booking.settings import is_loopback_host
 RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
 SANDBOX_HEADER: Final = "x-payment-sandbox"
 ACTIONS: Final = {"pay": "PAID", "fail": "FAILED", "close": "CLOSED"}
-_HTML: Final = "text/html; charset=utf-8"
+_HTML: Final = "text/html"  # Litestar adds "; charset=utf-8" to text/* types itself
 
 
 def default_ledger_path(db_path: Path) -> Path:
