@@ -29,6 +29,29 @@ def test_an_http_payment_service_gets_a_strict_tls_context_that_trusts_nothing()
     assert context.get_ca_certs() == []
 
 
+def test_an_https_payment_service_keeps_httpx_default_verification() -> None:
+    assert payment_tls("https://payments.example") is True
+
+
+def test_building_the_app_without_tracing_imports_no_opentelemetry_sdk(tmp_path: Path) -> None:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("OTEL_") or name == "OTEL_SDK_DISABLED"
+    }
+    env["OTEL_SDK_DISABLED"] = "false"
+    done = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
+        [sys.executable, "-c", _BUILD, str(tmp_path / "b.db")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+
+
 # An embedding application installs its tracer provider, then builds the app and serves one
 # tool_catalog.call in process; prints each finished span as "name parent-name trace-id".
 _EMBEDDED = """
@@ -63,29 +86,6 @@ async def main():
 asyncio.run(main())
 """
 REQUEST_SPAN_ID = "123e4567-e89b-12d3-a456-426614174000"
-
-
-def test_an_https_payment_service_keeps_httpx_default_verification() -> None:
-    assert payment_tls("https://payments.example") is True
-
-
-def test_building_the_app_without_tracing_imports_no_opentelemetry_sdk(tmp_path: Path) -> None:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("OTEL_") or name == "OTEL_SDK_DISABLED"
-    }
-    env["OTEL_SDK_DISABLED"] = "false"
-    done = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
-        [sys.executable, "-c", _BUILD, str(tmp_path / "b.db")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False"]
 
 
 def test_an_embedding_applications_tracer_provider_receives_the_action_spans(
