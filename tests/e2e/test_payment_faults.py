@@ -155,7 +155,11 @@ def answer_body(booking: dict[str, Any], **changes: Any) -> str:
         "paidAt": booking["heldAt"],  # paid right at the hold: inside the allowed window
     }
     body.update(changes)
-    return json.dumps(body)
+    return json.dumps({key: value for key, value in body.items() if value is not ABSENT})
+
+
+ABSENT = object()
+"""A change that leaves the member out of the answer."""
 
 
 def _error(envelope: dict[str, Any]) -> tuple[str, bool]:
@@ -198,6 +202,16 @@ UNCHANGED_FAULTS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], st
         lambda b: {"raw_body": answer_body(b, paidAt=None)},
         "PAYMENT_MISMATCH",
         False,
+    ),
+    "paid-without-a-paid-at-member": (
+        lambda b: {"raw_body": answer_body(b, paidAt=ABSENT)},
+        "PAYMENT_MISMATCH",
+        False,
+    ),
+    "pending-without-a-paid-at-member": (
+        lambda b: {"raw_body": answer_body(b, status="PENDING", paidAt=ABSENT)},
+        "PAYMENT_PENDING",
+        True,
     ),
     "still-pending": (
         lambda b: {"raw_body": answer_body(b, status="PENDING", paidAt=None)},

@@ -88,6 +88,16 @@ async def test_a_pending_answer_may_have_a_null_paid_at(
     assert result.paid_at is None
 
 
+@pytest.mark.parametrize("status", ["PAID", "PENDING", "FAILED", "CLOSED"])
+async def test_an_answer_without_paid_at_reads_as_a_null_paid_at(
+    router: respx.MockRouter, payments: HttpPaymentQuery, status: str
+) -> None:
+    """CONTRACT 4: "PAID needs paidAt, else PAYMENT_MISMATCH": the domain refuses a PAID one."""
+    _route(router).respond(200, json=_body(status=status, paidAt=_MISSING))
+    result = await payments.query_payment(BOOKING_ID, TRACE)
+    assert (result.status, result.paid_at) == (status, None)
+
+
 async def test_an_inexact_amount_is_passed_through_for_the_domain_to_refuse(
     router: respx.MockRouter, payments: HttpPaymentQuery
 ) -> None:
@@ -328,7 +338,6 @@ _MISSING = object()
         ({"return_value": httpx.Response(200, json=_body(bookingId=_MISSING))}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=_body(status=_MISSING))}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=_body(currency=_MISSING))}, "MALFORMED"),
-        ({"return_value": httpx.Response(200, json=_body(paidAt=_MISSING))}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=_body(amount=500.0))}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=_body(status=None))}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=_body(paidAt=1788220800))}, "MALFORMED"),

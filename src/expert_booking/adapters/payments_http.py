@@ -164,7 +164,7 @@ class HttpPaymentQuery:
         doc: Any = json.loads(body.decode("utf-8"))
         if not self._answer_schema.is_valid(doc):
             raise _MalformedAnswerError("not a payment answer (schemas/payment_answer.json)")
-        paid_at = doc["paidAt"]
+        paid_at = doc.get("paidAt")  # absent is null (CONTRACT 4: PAID without it: MISMATCH)
         return PaymentAnswer(
             booking_id=doc["bookingId"],
             status=PaymentStatus(doc["status"]),
