@@ -382,8 +382,10 @@ def _cases() -> Iterator[Any]:
     for bad in (
         "2030-09-01T00:00:00Z",
         "2030-09-01T00:00:00.000000Z",
-        "2030-09-01T00:00:00.000+00:00",
-        "2030-09-01t00:00:00.000z",
+        "2030-09-01T00:00:00.000+08:00",
+        "2030-09-01T08:00:00.000+0800",
+        "2030-09-01T00:00:00.000",
+        "2030-09-01 00:00:00.000Z",
         "2030-13-01T00:00:00.000Z",
         "2030-09-01T24:00:00.000Z",
         "yesterday",
@@ -417,6 +419,24 @@ async def test_a_missing_or_malformed_client_timestamp_gets_400_missing_client_t
     assert "x-mcp-client-sent-at" in payload["error"]["message"]
     assert spy.calls == []
     assert_no_client_time(response)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    ["2030-09-01T00:00:00.000+00:00", "2030-09-01T00:00:00.000-00:00", "2030-09-01t00:00:00.000z"],
+)
+async def test_every_rfc_3339_spelling_of_utc_is_accepted_and_echoed_as_sent(sent: str) -> None:
+    """RFC 3339 allows ``+00:00``/``-00:00`` for UTC and lower-case ``t``/``z`` (CONTRACT 2)."""
+    spy = Spy()
+    async with http(spy=spy) as c:
+        response = await post(
+            c,
+            rpc(_meta={**ENVELOPE, "clientSentAt": sent}),
+            headers(**{"x-mcp-client-sent-at": sent}),
+        )
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["_meta"]["clientSentAt"] == sent
+    assert spy.calls[0]["client_sent_at"] == sent
 
 
 async def test_different_header_and_meta_client_times_get_400_mismatch() -> None:

@@ -343,7 +343,6 @@ async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
     return reader
 
 
-# Reused: json.dumps with options builds a new encoder per call.
 def _batch_scheduling(_connection: sqlite3.Connection) -> None:
     """Give the calling worker thread ``SCHED_BATCH``: no wake-up preemption of the loop.
 

@@ -14,17 +14,21 @@ from expert_booking.edge.wire_time import CLIENT_SENT_HEADER, CLIENT_SENT_META
 MISSING_CLIENT_TIMESTAMP: Final = "MISSING_CLIENT_TIMESTAMP"
 CLIENT_TIMESTAMP_MISMATCH: Final = "CLIENT_TIMESTAMP_MISMATCH"
 CLIENT_TIMESTAMP_OUT_OF_RANGE: Final = "CLIENT_TIMESTAMP_OUT_OF_RANGE"
-CLIENT_TIMESTAMP_FORMAT: Final = "YYYY-MM-DDTHH:MM:SS.mmmZ"
+CLIENT_TIMESTAMP_FORMAT: Final = "RFC 3339 UTC with milliseconds, YYYY-MM-DDTHH:MM:SS.mmmZ"
 # The shipped commands that stamp every request for a client that cannot (CONTRACT section 6).
 STAMPING_COMMANDS: Final = (
     "expert-booking-mcp stdio --url URL",
     "expert-booking-mcp proxy --upstream URL",
 )
 
-_CLIENT_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+# RFC 3339 (section 5.6) in UTC at millisecond precision: ``T``/``Z`` may be lower case, and UTC
+# may be written ``+00:00`` or ``-00:00`` (section 4.3); another offset is not UTC.
+_CLIENT_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}(?:[Zz]|[+-]00:00)"
+)
 _STAMP_HOWTO = (
     f"send header {CLIENT_SENT_HEADER} and params._meta.{CLIENT_SENT_META} with the same "
-    f"RFC 3339 UTC timestamp ({CLIENT_TIMESTAMP_FORMAT}) taken when the request is sent"
+    f"timestamp ({CLIENT_TIMESTAMP_FORMAT}) taken when the request is sent"
 )
 _NO_STAMPS_HOWTO = (
     f"A client that cannot stamp requests can connect through `{STAMPING_COMMANDS[0]}` "
@@ -34,17 +38,17 @@ _NO_STAMPS_HOWTO = (
 
 
 def _client_instant(value: object) -> datetime | None:
-    """The (naive UTC) instant of a ``YYYY-MM-DDTHH:MM:SS.mmmZ`` string; None if it is not one."""
+    """The (naive UTC) instant of an RFC 3339 UTC millisecond time; None if it is not one."""
     if not isinstance(value, str) or _CLIENT_TIME.fullmatch(value) is None:
         return None
-    try:
-        return datetime.fromisoformat(value[:-1])  # calendar check: month 13 or hour 24 fail
+    try:  # calendar check: month 13 or hour 24 fail
+        return datetime.fromisoformat(f"{value[:10]}T{value[11:23]}")
     except ValueError:
         return None
 
 
 def skew_ms(client_sent_at: str, server_received_at: str) -> int | None:
-    """``serverReceivedAt - clientSentAt`` in milliseconds (both in the millisecond form).
+    """``serverReceivedAt - clientSentAt`` in milliseconds (both RFC 3339 UTC, milliseconds).
 
     Positive: the request arrived after the client's stamp (transit time, or a client clock
     behind the server's); negative: a client clock ahead. None when either is not that form.
@@ -66,10 +70,11 @@ def check_client_sent_at(
 ) -> str | Refusal:
     """The validated client time, or the refusal (400, -32600, the id echoed).
 
-    Header ``x-mcp-client-sent-at`` and ``params._meta.clientSentAt`` must both be the
-    millisecond form and equal (``MISSING_CLIENT_TIMESTAMP``, ``CLIENT_TIMESTAMP_MISMATCH``),
-    and no further than ``tolerance`` from ``received_at``, the server's ingress time
-    (``CLIENT_TIMESTAMP_OUT_OF_RANGE``). A refusal never carries the client's time.
+    Header ``x-mcp-client-sent-at`` and ``params._meta.clientSentAt`` must both be RFC 3339
+    UTC times with milliseconds and the same string (``MISSING_CLIENT_TIMESTAMP``,
+    ``CLIENT_TIMESTAMP_MISMATCH``), and no further than ``tolerance`` from ``received_at``, the
+    server's ingress time (``CLIENT_TIMESTAMP_OUT_OF_RANGE``). A refusal never carries the
+    client's time.
     """
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None

@@ -81,7 +81,7 @@ class McpRequestGate:
        learns nothing about the server's clock, and an OAuth client's first, tokenless
        request is answered with the challenge that starts its authorization.
     8. Client timestamp (``edge.client_time``): header ``x-mcp-client-sent-at`` and
-       ``params._meta.clientSentAt`` in the millisecond form, equal, and within
+       ``params._meta.clientSentAt`` RFC 3339 UTC with milliseconds, equal, and within
        ``client_clock_tolerance`` of the ingress time ``TimestampLayer`` recorded, else 400 /
        -32600 with ``data.code`` ``MISSING_CLIENT_TIMESTAMP``, ``CLIENT_TIMESTAMP_MISMATCH``
        or ``CLIENT_TIMESTAMP_OUT_OF_RANGE``.
