@@ -51,11 +51,11 @@ class ToolCatalogReadResult(BaseModel):
     """
     truncated: bool
     """
-    true when this page is not the whole document (lines before offset or after this page were not returned).
+    true when lines after this page were not returned (next then says how to read on); false when this page reaches the end of the document.
     """
     omittedLines: Annotated[int, Field(ge=0)]
     """
-    Number of lines of the document not in this page (totalLines minus the lines returned).
+    Number of lines after this page that were not returned (0 when this page reaches the end).
     """
     next: NextPage | None
     """

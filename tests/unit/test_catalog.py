@@ -328,8 +328,9 @@ def test_pages_joined_reproduce_the_exact_document(
         assert page["offset"] == offset
         assert page["sha256"] == hashlib.sha256(expected).hexdigest()
         assert page["totalLines"] == len(expected.decode().splitlines())
-        assert page["omittedLines"] == page["totalLines"] - len(page["lines"])
-        assert page["truncated"] is (len(page["lines"]) < page["totalLines"])
+        after = page["totalLines"] - page["offset"] - len(page["lines"])
+        assert page["omittedLines"] == after
+        assert page["truncated"] is (after > 0) is (page["next"] is not None)
         lines.extend(page["lines"])
         offset = page["next"]["offset"] if page["next"] else None
         if page["next"]:
@@ -353,8 +354,10 @@ def test_read_page_reports_position_and_how_to_continue(catalog: ToolCatalog) ->
     )
     last = catalog.read("tool://booking.hold_slot", total - 5, 10).data
     assert last["next"] is None
-    assert last["truncated"] is True
-    assert last["omittedLines"] == total - 5
+    assert last["truncated"] is False  # the end is reached: nothing after this page is left out
+    assert last["omittedLines"] == 0
+    middle = catalog.read("tool://booking.hold_slot", 10, 10).data
+    assert (middle["truncated"], middle["omittedLines"]) == (True, total - 20)
     assert "End of document" in last["continuation"]
     whole = catalog.read("tool://booking.hold_slot", 0, 200).data
     assert whole["truncated"] is False
@@ -366,8 +369,8 @@ def test_reading_past_the_end_gives_an_empty_page_that_says_so(catalog: ToolCata
     page = catalog.read("tool://booking.get_booking", 500, 20).data
     assert page["lines"] == []
     assert page["next"] is None
-    assert page["truncated"] is True
-    assert page["omittedLines"] == page["totalLines"]
+    assert page["truncated"] is False
+    assert page["omittedLines"] == 0
     assert page["continuation"].startswith("No lines at offset 500")
 
 

@@ -350,15 +350,15 @@ def _read_page(entry: CatalogEntry, offset: int, limit: int, version: str) -> Ma
     total = len(lines)
     page = list(lines[offset : offset + limit])
     end = offset + len(page)
-    has_next = end < total
+    remaining = max(0, total - end)  # the lines after this page; earlier ones the caller skipped
     return {
         "uri": entry.uri,
         "lines": page,
         "offset": offset,
         "totalLines": total,
-        "truncated": len(page) < total,
-        "omittedLines": total - len(page),
-        "next": {"offset": end, "limit": limit} if has_next else None,
+        "truncated": remaining > 0,
+        "omittedLines": remaining,
+        "next": {"offset": end, "limit": limit} if remaining else None,
         "continuation": _continuation(offset, end, total, limit),
         "sha256": entry.document.sha256,
         "catalogVersion": version,
