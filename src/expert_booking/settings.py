@@ -63,8 +63,10 @@ class Settings:
     slot_cache_ttl_seconds: int = 5
     payment_timeout_seconds: float = 3.0
     allowed_hosts: tuple[str, ...] = field(default=LOOPBACK_NAMES)
-    allowed_origins: tuple[str, ...] = field(
-        default=tuple(f"http://{name}" for name in LOOPBACK_NAMES)
+    allowed_origins: tuple[str, ...] = field(  # a page on this machine, over either scheme
+        default=tuple(
+            f"{scheme}://{name}" for scheme in ("http", "https") for name in LOOPBACK_NAMES
+        )
     )
     max_body_bytes: int = 32 * 1024
     db_busy_timeout_ms: int = 5000

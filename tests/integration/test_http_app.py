@@ -265,7 +265,10 @@ async def test_a_wrong_origin_is_refused_with_403_and_no_handler_runs() -> None:
     assert spy.calls == []
 
 
-@pytest.mark.parametrize("origin", ["http://127.0.0.1", "http://localhost:5173", "http://[::1]:1"])
+@pytest.mark.parametrize(
+    "origin",
+    ["http://127.0.0.1", "http://localhost:5173", "http://[::1]:1", "https://localhost:8443"],
+)
 async def test_an_allowed_origin_passes_with_any_port(origin: str) -> None:
     async with http() as c:
         response = await post(c, rpc(), headers(origin=origin))

@@ -28,6 +28,9 @@ def test_defaults_match_the_contract_table() -> None:
         "http://127.0.0.1",
         "http://localhost",
         "http://[::1]",
+        "https://127.0.0.1",
+        "https://localhost",
+        "https://[::1]",
     }
     assert settings == Settings()
 
