@@ -118,6 +118,24 @@ async def test_until_a_first_fetch_succeeds_attempts_are_rate_limited_too(
 
 
 @respx.mock
+async def test_an_unknown_kid_refetches_at_once_then_at_most_once_per_interval(
+    http: httpx.AsyncClient,
+) -> None:
+    route = respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    clock = Monotonic()
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock)
+    assert await keys.key("a", "ES256") is not None
+    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
+    assert await keys.key("b", "ES256") is not None  # rotated in: found by its first token
+    for made_up in ("x", "y", "z"):
+        assert await keys.key(made_up, "ES256") is None
+    assert route.call_count == 2  # the first fetch and "b"'s; the made-up kids wait 10 s
+    clock.now += 10
+    assert await keys.key("w", "ES256") is None
+    assert route.call_count == 3
+
+
+@respx.mock
 async def test_a_token_without_kid_gets_the_key_only_when_there_is_one(
     http: httpx.AsyncClient,
 ) -> None:

@@ -8,12 +8,14 @@ then OpenID Connect Discovery (``/.well-known/openid-configuration`` appended). 
 
 Caching: the key set is fetched at the first token and kept; it is fetched again on the next
 token after ``max_age_seconds`` (5 min; a removed key stops being trusted within that), and
-when a token names a ``kid`` the set lacks (key rotation) but at most once per
-``refetch_interval_seconds`` (10 s), so tokens with made-up ``kid`` values cannot make this
-server hammer the AS. Concurrent misses share one fetch. A failed fetch keeps the keys already
-known. Keys whose ``use`` is not ``sig`` are ignored. Each document is read as sent and at most
-``MAX_DOCUMENT_BYTES`` of it (``adapters.http_body``), so a hostile or broken endpoint cannot
-make this server buffer or inflate a large body.
+when a token names a ``kid`` the set lacks (key rotation): at once the first time, then at most
+once per ``refetch_interval_seconds`` (10 s), so tokens with made-up ``kid`` values cannot make
+this server hammer the AS, while a key rotated in right after a scheduled fetch is found by its
+first token. After a failed fetch no fetch of either kind is tried for that interval, and the
+keys already known stay. Concurrent misses share one fetch. Keys whose ``use`` is not ``sig``
+are ignored. Each document is read as sent and at most ``MAX_DOCUMENT_BYTES`` of it
+(``adapters.http_body``), so a hostile or broken endpoint cannot make this server buffer or
+inflate a large body.
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ class JwksCache:
         self._keys: dict[str, dict[str, Any]] = {}
         self._parsed: dict[tuple[str, str], jwt.PyJWK] = {}
         self._fetched_at: float | None = None
-        self._attempted_at: float | None = None
+        self._failed_at: float | None = None  # the last fetch that failed
+        self._missed_at: float | None = None  # the last fetch an unknown kid started
+        self._attempts = 0
         self._lock = asyncio.Lock()
         self.fetches = 0
 
@@ -98,12 +102,12 @@ class JwksCache:
         """
         now = self._clock()
         if self._fetched_at is None or now - self._fetched_at >= self._max_age:
-            await self._refresh()
+            await self._refresh(unknown_kid=False)
         if self._fetched_at is None:
             raise JwksUnavailableError(f"no signing keys of {self._issuer} could be fetched")
         found = self._lookup(kid)
         if found is None:
-            await self._refresh()
+            await self._refresh(unknown_kid=True)
             found = self._lookup(kid)
         if found is None:
             return None
@@ -123,25 +127,36 @@ class JwksCache:
         jwk = self._keys.get(kid)
         return None if jwk is None else (kid, jwk)
 
-    async def _refresh(self) -> None:
-        """Fetch the key set unless one was attempted less than the interval ago."""
-        attempted = self._attempted_at
+    async def _refresh(self, *, unknown_kid: bool) -> None:
+        """Fetch the key set unless the interval's budget for this kind of fetch is spent.
+
+        ``unknown_kid``: a token named a ``kid`` the set lacks (else: no set yet, or a stale one).
+        """
+        attempts = self._attempts
         async with self._lock:
-            if self._attempted_at != attempted:
+            if self._attempts != attempts:
                 return  # another task fetched while this one waited
             now = self._clock()
-            if attempted is not None and now - attempted < self._refetch_interval:
+            if self._recent(self._failed_at, now) or (
+                unknown_kid and self._recent(self._missed_at, now)
+            ):
                 return
-            self._attempted_at = now
+            self._attempts += 1
+            if unknown_kid:
+                self._missed_at = now
             try:
                 keys = await self._fetch()
             except (httpx.HTTPError, ValueError) as exc:
+                self._failed_at = now
                 logger.warning("signing keys of %s not fetched: %s", self._issuer, exc)
                 return
             self._keys = keys
             self._parsed = {}
             self._fetched_at = self._clock()
             self.fetches += 1
+
+    def _recent(self, at: float | None, now: float) -> bool:
+        return at is not None and now - at < self._refetch_interval
 
     async def _fetch(self) -> dict[str, dict[str, Any]]:
         if self._jwks_url is None:
