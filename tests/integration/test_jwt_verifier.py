@@ -271,19 +271,38 @@ async def test_a_token_with_an_unknown_kid_is_refused_and_refetches_are_bounded(
     for index in range(5):
         token = sign(auth_server, claims(auth_server, jti=str(index)), key=stranger)
         assert await refused(verifier, token) is RefusalReason.UNKNOWN_KEY
-    assert keys.fetches == 1  # the first fetch; refetches for an unknown kid wait 10 s
+    assert keys.fetches == 2  # the first fetch, one refetch for the first unknown kid; then 10 s
     monotonic.now += 10
     assert await refused(verifier, sign(auth_server, claims(auth_server), key=stranger)) is (
         RefusalReason.UNKNOWN_KEY
     )
-    assert keys.fetches == 2
+    assert keys.fetches == 3
 
 
-async def test_an_id_token_shaped_jwt_is_no_access_token(
+@pytest.mark.parametrize("typ", ["at+jwt", "application/at+jwt", "JWT", None])
+async def test_an_access_token_may_be_typed_at_jwt_or_jwt_or_not_at_all(
+    verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer, typ: str | None
+) -> None:
+    """RFC 9068's type, and the generic one common issuers (Keycloak, Entra ID) use."""
+    token = sign(auth_server, claims(auth_server), headers={"typ": typ})
+    assert jwt.get_unverified_header(token).get("typ") == typ
+    assert (await verifier.verify(token)).subject
+
+
+@pytest.mark.parametrize("typ", ["logout+jwt", "dpop+jwt", "secevent+jwt", "JOSE", 1])
+async def test_a_jwt_of_another_type_is_no_access_token(
+    verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer, typ: object
+) -> None:
+    token = sign(auth_server, claims(auth_server), headers={"typ": typ})
+    assert await refused(verifier, token) is RefusalReason.WRONG_TYPE
+
+
+async def test_an_id_token_is_refused_by_its_audience(
     verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer
 ) -> None:
-    token = sign(auth_server, claims(auth_server), headers={"typ": "JWT"})
-    assert await refused(verifier, token) is RefusalReason.WRONG_TYPE
+    """Typed ``JWT`` like many access tokens, but its audience is the client, not this server."""
+    token = sign(auth_server, claims(auth_server, aud="booking-agent"), headers={"typ": "JWT"})
+    assert await refused(verifier, token) is RefusalReason.AUDIENCE
 
 
 @pytest.mark.parametrize("missing", ["sub", "exp", "aud"])
@@ -333,7 +352,7 @@ async def test_a_rotated_key_is_fetched_once_its_kid_appears(http: httpx.AsyncCl
         server.rotate([Key.rsa("new"), server.keys[0]])
         rotated = server.access_token(RESOURCE, "booking:write")
         assert jwt.get_unverified_header(rotated)["kid"] == "new"
-        monotonic.now += 10
+        # Right after the first fetch: the new kid's first token fetches the set at once.
         assert (await verifier.verify(rotated)).scopes == ["booking:write"]
         assert keys.fetches == 2
 

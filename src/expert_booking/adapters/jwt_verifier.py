@@ -6,8 +6,10 @@ is accepted only when, in this order:
 1. it is a compact JWS of at most 8 KiB (``MALFORMED``);
 2. its header ``alg`` is in ``AUTH_ALGORITHMS`` (``ALGORITHM``; the settings never allow
    ``none`` or ``HS*``, so a token "signed" with the public key as an HMAC secret fails here),
-   and its ``typ`` is ``at+jwt`` (``WRONG_TYPE``, RFC 9068 section 4: an ID token is no
-   access token);
+   and its ``typ``, when present, is ``at+jwt`` (RFC 9068) or the generic ``JWT`` that
+   Keycloak, Entra ID and Auth0 put on access tokens, never another type such as
+   ``logout+jwt`` or ``dpop+jwt`` (``WRONG_TYPE``); an ID token, typed ``JWT`` too, fails on
+   its audience (a client id, not this resource);
 3. the issuer's key set has its ``kid`` (``UNKNOWN_KEY``; see ``adapters.jwks`` for rotation)
    and the key verifies the signature with exactly that algorithm (``SIGNATURE``);
 4. ``iss`` equals ``AUTH_ISSUER`` (``ISSUER``), ``aud`` is or contains ``AUTH_RESOURCE``
@@ -43,7 +45,8 @@ logger = logging.getLogger("expert_booking.auth")
 
 MAX_TOKEN_BYTES: Final = 8 * 1024
 CACHE_ENTRIES: Final = 10_000
-ACCESS_TOKEN_TYPES: Final = frozenset({"at+jwt", "application/at+jwt"})
+ACCESS_TOKEN_TYPES: Final = frozenset({"at+jwt", "application/at+jwt", "jwt"})
+"""``typ`` values (compared in lower case) an access token may carry; it may also have none."""
 
 
 class RefusalReason(StrEnum):
@@ -174,7 +177,9 @@ class JwtAccessTokenVerifier:
         if not isinstance(algorithm, str) or algorithm not in policy.algorithms:
             raise TokenRefusedError(RefusalReason.ALGORITHM, repr(algorithm))
         token_type = header.get("typ")
-        if not isinstance(token_type, str) or token_type.lower() not in ACCESS_TOKEN_TYPES:
+        if token_type is not None and (
+            not isinstance(token_type, str) or token_type.lower() not in ACCESS_TOKEN_TYPES
+        ):
             raise TokenRefusedError(RefusalReason.WRONG_TYPE, repr(token_type))
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
