@@ -39,11 +39,11 @@ _B = 0.75
 _STOPWORD_TEXT = (
     "a an the to of for with and or in on at by as is are was were be been it its this that "
     "these those there here my me i we our you your he she they them from into up out over "
-    "any some all each every no not only also but if then so than such can could will would "
+    "any some each no not only also but if then so than such can could will would "
     "should may might must do does did has have had please want need like what how whose "
     "e g etc input one two new other same "
     "ich wir ein eine einen einem einer der die das den dem des mit für und oder zu ist sind "
-    "war hat habe haben es gibt mein meine meinen meiner meinem bitte von vom zum zur im am an "
+    "war hat habe haben es gibt bitte von vom zum zur im am an "
     "auf beim bei noch schon jetzt nur auch nicht wie was wo durch "
     "我 的 了 吗 呢 个 一 这 那 帮 请 要 想 是 在 和 给 把 吧 啊 下 有"
 )

@@ -358,12 +358,16 @@ LOGICAL_TOOLS: tuple[LogicalTool[Any, Any], ...] = (
         name="booking.list_bookings",
         title="List my bookings, newest first",
         intent_words=(
-            "list all my bookings reservations history mine timed timeout committed "
-            "idempotencyKey key went through happened which "
-            "列出 所有 全部 我的预约 我的订单 哪些 列表 记录 历史 超时 "
-            "auflisten alle meine Buchungen Liste Übersicht welche Verlauf"
+            "list bookings reservations history booked made created far timed timeout "
+            "committed idempotencyKey key went through happened which "
+            "列出 所有 全部 我的预约 我的订单 我的所有 所有预约 查看我的 预约过 约过 订过 "
+            "哪些 列表 记录 历史 超时 "
+            "auflisten Buchungen gebucht Liste Übersicht welche Verlauf"
         ),
-        topic_words="booking reservation status 预约 订单 Buchung Reservierung",
+        topic_words=(
+            "booking reservation all every 预约 订单 "
+            "Buchung Reservierung alle zeigen anzeigen meine"
+        ),
         input_schema="booking_list_bookings_input",
         result_schema="booking_list_result",
         hints=_READ,
@@ -381,7 +385,7 @@ LOGICAL_TOOLS: tuple[LogicalTool[Any, Any], ...] = (
             "取消 撤销 退订 退掉 不要了 不去了 作废 退款 "
             "stornieren Stornierung absagen Absage zurücktreten zurücknehmen widerrufen erstatten"
         ),
-        topic_words="booking reservation appointment 预约 订单 Buchung Termin Reservierung",
+        topic_words="booking booked reservation appointment 预约 订单 Buchung Termin Reservierung",
         input_schema="booking_cancel_booking_input",
         result_schema="booking_snapshot",
         hints=_KEYED_DESTRUCTIVE,
@@ -399,7 +403,9 @@ LOGICAL_TOOLS: tuple[LogicalTool[Any, Any], ...] = (
             "改期 改时间 换时间 调整 推迟 提前 挪到 换到 改到 改约 "
             "verschieben umbuchen verlegen ändern Umbuchung später früher anderen neuen"
         ),
-        topic_words="booking slot time appointment 时段 时间 预约 Termin Buchung Zeitfenster",
+        topic_words=(
+            "booking booked slot time appointment 时段 时间 预约 Termin Buchung Zeitfenster"
+        ),
         input_schema="booking_reschedule_booking_input",
         result_schema="booking_snapshot",
         hints=_KEYED_DESTRUCTIVE,
