@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 from collections.abc import AsyncIterator
@@ -132,6 +133,62 @@ async def test_an_unknown_kid_refetches_at_once_then_at_most_once_per_interval(
     assert route.call_count == 2  # the first fetch and "b"'s; the made-up kids wait 10 s
     clock.now += 10
     assert await keys.key("w", "ES256") is None
+    assert route.call_count == 3
+
+
+class SlowKeySet:
+    """A JWKS endpoint that answers ``keys`` only once released, counting its requests."""
+
+    def __init__(self, *kids: str) -> None:
+        self.body = {"keys": [jwk(kid) for kid in kids]}
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+        self.calls = 0
+
+    async def __call__(self, _request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        self.asked.set()
+        await self.release.wait()
+        return httpx.Response(200, json=self.body)
+
+
+async def _together(keys: JwksCache, endpoint: SlowKeySet, kid: str) -> list[object]:
+    """Twenty lookups of ``kid`` at once, the first fetch held open until all are waiting."""
+    lookups = asyncio.gather(*(keys.key(kid, "ES256") for _ in range(20)))
+    await asyncio.wait_for(endpoint.asked.wait(), 5)
+    endpoint.release.set()
+    return list(await asyncio.wait_for(lookups, 5))
+
+
+@respx.mock
+async def test_tokens_that_arrive_together_share_one_fetch(http: httpx.AsyncClient) -> None:
+    first = SlowKeySet("a")
+    respx.get(JWKS).mock(side_effect=first)
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic())
+    assert all(found is not None for found in await _together(keys, first, "a"))
+    assert first.calls == 1
+    rotated = SlowKeySet("a", "b")
+    respx.get(JWKS).mock(side_effect=rotated)
+    assert all(found is not None for found in await _together(keys, rotated, "b"))
+    assert rotated.calls == 1
+
+
+@respx.mock
+async def test_after_a_failed_fetch_an_unknown_kid_waits_the_interval_too(
+    http: httpx.AsyncClient,
+) -> None:
+    route = respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    clock = Monotonic()
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock, max_age_seconds=60)
+    assert await keys.key("a", "ES256") is not None
+    clock.now += 60
+    route.mock(return_value=httpx.Response(503))
+    assert await keys.key("a", "ES256") is not None  # the scheduled fetch fails: "a" stays
+    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
+    assert await keys.key("b", "ES256") is None
+    assert route.call_count == 2
+    clock.now += 10
+    assert await keys.key("b", "ES256") is not None
     assert route.call_count == 3
 
 

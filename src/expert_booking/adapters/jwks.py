@@ -11,11 +11,12 @@ token after ``max_age_seconds`` (5 min; a removed key stops being trusted within
 when a token names a ``kid`` the set lacks (key rotation): at once the first time, then at most
 once per ``refetch_interval_seconds`` (10 s), so tokens with made-up ``kid`` values cannot make
 this server hammer the AS, while a key rotated in right after a scheduled fetch is found by its
-first token. After a failed fetch no fetch of either kind is tried for that interval, and the
-keys already known stay. Concurrent misses share one fetch. Keys whose ``use`` is not ``sig``
-are ignored. Each document is read as sent and at most ``MAX_DOCUMENT_BYTES`` of it
-(``adapters.http_body``), so a hostile or broken endpoint cannot make this server buffer or
-inflate a large body.
+first token (unless another unknown ``kid`` came within the interval). After a failed fetch no
+fetch of either kind is tried for that interval, and the keys already known stay. Tokens that
+arrive together share one fetch: each judges its need again once the fetch before it is done.
+Keys whose ``use`` is not ``sig`` are ignored. Each document is read as sent and at most
+``MAX_DOCUMENT_BYTES`` of it (``adapters.http_body``), so a hostile or broken endpoint cannot
+make this server buffer or inflate a large body.
 """
 
 from __future__ import annotations
@@ -83,7 +84,6 @@ class JwksCache:
         self._fetched_at: float | None = None
         self._failed_at: float | None = None  # the last fetch that failed
         self._missed_at: float | None = None  # the last fetch an unknown kid started
-        self._attempts = 0
         self._lock = asyncio.Lock()
         self.fetches = 0
 
@@ -100,14 +100,13 @@ class JwksCache:
         Raises:
             JwksUnavailableError: no key set has been fetched yet, and fetching failed now.
         """
-        now = self._clock()
-        if self._fetched_at is None or now - self._fetched_at >= self._max_age:
-            await self._refresh(unknown_kid=False)
+        if self._stale():
+            await self._refresh(self._stale, unknown_kid=False)
         if self._fetched_at is None:
             raise JwksUnavailableError(f"no signing keys of {self._issuer} could be fetched")
         found = self._lookup(kid)
         if found is None:
-            await self._refresh(unknown_kid=True)
+            await self._refresh(lambda: self._lookup(kid) is None, unknown_kid=True)
             found = self._lookup(kid)
         if found is None:
             return None
@@ -127,21 +126,24 @@ class JwksCache:
         jwk = self._keys.get(kid)
         return None if jwk is None else (kid, jwk)
 
-    async def _refresh(self, *, unknown_kid: bool) -> None:
-        """Fetch the key set unless the interval's budget for this kind of fetch is spent.
+    def _stale(self) -> bool:
+        return self._fetched_at is None or self._clock() - self._fetched_at >= self._max_age
 
-        ``unknown_kid``: a token named a ``kid`` the set lacks (else: no set yet, or a stale one).
+    async def _refresh(self, needed: Callable[[], bool], *, unknown_kid: bool) -> None:
+        """Fetch the key set while ``needed()``, unless this kind of fetch's budget is spent.
+
+        ``needed`` is judged again once the lock is held: a fetch another task made meanwhile
+        may have answered it. ``unknown_kid``: a token named a ``kid`` the set lacks (else: no
+        set yet, or a stale one).
         """
-        attempts = self._attempts
         async with self._lock:
-            if self._attempts != attempts:
-                return  # another task fetched while this one waited
+            if not needed():
+                return
             now = self._clock()
             if self._recent(self._failed_at, now) or (
                 unknown_kid and self._recent(self._missed_at, now)
             ):
                 return
-            self._attempts += 1
             if unknown_kid:
                 self._missed_at = now
             try:
