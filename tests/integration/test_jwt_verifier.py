@@ -297,6 +297,19 @@ async def test_a_jwt_of_another_type_is_no_access_token(
     assert await refused(verifier, token) is RefusalReason.WRONG_TYPE
 
 
+async def test_an_explicit_null_typ_is_not_an_absent_one(
+    verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer
+) -> None:
+    """PyJWT drops ``typ: None`` when signing, so the header is written by hand here."""
+    key = auth_server.keys[0]
+    header = b64(json.dumps({"alg": key.alg, "kid": key.kid, "typ": None}).encode())
+    body = b64(json.dumps(claims(auth_server)).encode())
+    signing_input = f"{header}.{body}".encode()
+    signature = jwt.get_algorithm_by_name(key.alg).sign(signing_input, key.private)
+    token = f"{header}.{body}.{b64(signature)}"
+    assert await refused(verifier, token) is RefusalReason.WRONG_TYPE
+
+
 async def test_an_id_token_is_refused_by_its_audience(
     verifier: JwtAccessTokenVerifier, auth_server: AuthorizationServer
 ) -> None:

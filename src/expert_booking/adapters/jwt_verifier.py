@@ -8,8 +8,9 @@ is accepted only when, in this order:
    ``none`` or ``HS*``, so a token "signed" with the public key as an HMAC secret fails here),
    and its ``typ``, when present, is ``at+jwt`` (RFC 9068) or the generic ``JWT`` that
    Keycloak, Entra ID and Auth0 put on access tokens, never another type such as
-   ``logout+jwt`` or ``dpop+jwt`` (``WRONG_TYPE``); an ID token, typed ``JWT`` too, fails on
-   its audience (a client id, not this resource);
+   ``logout+jwt`` or ``dpop+jwt`` (``WRONG_TYPE``). An ID token, typed ``JWT`` too, fails on
+   its audience (a client id, unless one equals ``AUTH_RESOURCE``) and, carrying no scope, at
+   the bearer gate, which requires ``booking:read`` or ``booking:write`` for every method;
 3. the issuer's key set has its ``kid`` (``UNKNOWN_KEY``; see ``adapters.jwks`` for rotation)
    and the key verifies the signature with exactly that algorithm (``SIGNATURE``);
 4. ``iss`` equals ``AUTH_ISSUER`` (``ISSUER``), ``aud`` is or contains ``AUTH_RESOURCE``
@@ -177,7 +178,7 @@ class JwtAccessTokenVerifier:
         if not isinstance(algorithm, str) or algorithm not in policy.algorithms:
             raise TokenRefusedError(RefusalReason.ALGORITHM, repr(algorithm))
         token_type = header.get("typ")
-        if token_type is not None and (
+        if "typ" in header and (  # absent is fine; null, a number or another type is not
             not isinstance(token_type, str) or token_type.lower() not in ACCESS_TOKEN_TYPES
         ):
             raise TokenRefusedError(RefusalReason.WRONG_TYPE, repr(token_type))
