@@ -312,14 +312,15 @@ async def test_after_a_payment_timeout_the_same_confirmation_succeeds_once_paid(
     assert confirmed["payment"]["paidAt"] == booking["heldAt"]
 
 
+@pytest.mark.parametrize("paid_at", [None, ABSENT], ids=["null-paid-at", "no-paid-at"])
 @pytest.mark.parametrize("payment_status", ["FAILED", "CLOSED"])
 async def test_failed_or_closed_payment_releases_the_slot(
-    client: Client, stub: PaymentStub, offset_file: Path, payment_status: str
+    client: Client, stub: PaymentStub, offset_file: Path, payment_status: str, paid_at: object
 ) -> None:
     code = booking_status = f"PAYMENT_{payment_status}"
     booking = await hold_free_slot(client)
     stub.set_answer(
-        booking["bookingId"], raw_body=answer_body(booking, status=payment_status, paidAt=None)
+        booking["bookingId"], raw_body=answer_body(booking, status=payment_status, paidAt=paid_at)
     )
     arguments = confirm_arguments(booking, approved_at=server_now(offset_file))
 
