@@ -54,6 +54,7 @@ import inspect
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -130,9 +131,9 @@ class SqliteBookingStore:
             msg = "busy_timeout_ms must not be negative"
             raise ValueError(msg)
         try:
-            # Probe first: when aiosqlite.connect fails, its worker thread outlives the call and
-            # later reports to the event loop, which may be closed by then.
-            await asyncio.to_thread(_probe, str(path))
+            # Prepare the file first, off the loop: when aiosqlite.connect fails, its worker
+            # thread outlives the call and later reports to a loop that may be closed by then.
+            await asyncio.to_thread(_prepare_file, str(path), busy_timeout_ms)
             conn = await aiosqlite.connect(
                 str(path), isolation_level=None, timeout=busy_timeout_ms / 1000
             )
@@ -145,7 +146,6 @@ class SqliteBookingStore:
             await conn.create_function("casefold", 1, casefold, deterministic=True)
             for pragma in (
                 f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
-                "PRAGMA journal_mode = WAL",
                 "PRAGMA synchronous = NORMAL",
                 "PRAGMA foreign_keys = ON",
             ):
@@ -356,5 +356,27 @@ def _batch_scheduling(_connection: sqlite3.Connection) -> None:
         os.sched_setscheduler(0, policy, os.sched_param(0))
 
 
-def _probe(path: str) -> None:
-    sqlite3.connect(path).close()
+def _prepare_file(path: str, busy_timeout_ms: int) -> None:
+    """Create the file if it is missing and switch it to WAL (a setting the file keeps).
+
+    Processes opening one new file at once each switch it, and SQLite answers one of them
+    "database is locked" at once, without waiting: each holds the shared lock the other's
+    exclusive one needs. So the switch is retried, briefly backing off, until the busy timeout
+    has passed; any other error, or the timeout, raises.
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.002
+    with contextlib.closing(
+        sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+    ) as connection:
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode = WAL").fetchall()
+            except sqlite3.OperationalError as exc:
+                busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+                if not busy or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+            else:
+                return
