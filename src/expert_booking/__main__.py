@@ -13,15 +13,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dotenv import load_dotenv
-
 from expert_booking.admin_cli import add_admin_parser, run_admin
 from expert_booking.serving import ListenError, exit_cleanly_on_signals, listen, serve
-from expert_booking.settings import PROXY_PORT, SANDBOX_PORT, Settings, SettingsError, parse_port
+from expert_booking.settings import (
+    PROXY_PORT,
+    SANDBOX_PORT,
+    Settings,
+    SettingsError,
+    load_dotenv_file,
+    parse_port,
+)
 from expert_booking.version import package_version
 
 PROG = "expert-booking-mcp"
-DOTENV = ".env"
 
 
 def _port_argument(raw: str) -> int:
@@ -99,8 +103,8 @@ def _parser() -> argparse.ArgumentParser:
 def _payment_sandbox(args: argparse.Namespace) -> int:
     from expert_booking.sandbox.app import run  # noqa: PLC0415 - per command
 
-    load_dotenv_file()
     try:
+        load_dotenv_file()
         settings = Settings.from_env().with_overrides(db_path=args.db)
     except SettingsError as exc:
         _startup_failure(f"configuration error: {exc}")
@@ -113,11 +117,6 @@ def _startup_failure(message: str) -> None:
     from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - light
 
     print(startup_line(f"{PROG}: {message}"), file=sys.stderr, flush=True)
-
-
-def load_dotenv_file() -> None:
-    """Read ``./.env`` into the environment; variables already set keep their values."""
-    load_dotenv(Path.cwd() / DOTENV, override=False)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -142,8 +141,8 @@ def _build_and_serve(args: argparse.Namespace) -> int:
     from expert_booking.telemetry import TracingConfigError  # noqa: PLC0415
 
     # Startup problems are one line on stderr and exit status 2 (3: the port), never a traceback.
-    load_dotenv_file()
     try:
+        load_dotenv_file()
         settings = Settings.from_env().with_overrides(
             host=args.host, port=args.port, db_path=args.db
         )

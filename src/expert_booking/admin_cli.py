@@ -1,8 +1,10 @@
 """``expert-booking-mcp admin tools disable NAME --reason TEXT`` / ``enable NAME`` / ``list``.
 
 The commands act on the database the servers use: the same ``--db`` flag and environment
-(``BOOKING_DB_PATH``, ``BOOKING_DB_BUSY_TIMEOUT_MS``) as ``serve``; like ``serve`` they create
-and migrate the file when it does not exist yet. Every server process on that file sees a
+(``BOOKING_DB_PATH``, ``BOOKING_DB_BUSY_TIMEOUT_MS``, ``./.env`` included) as ``serve``; like
+``serve`` they create and migrate the file when it does not exist yet (a tool can be switched
+off before the first start), and then say so on stderr: a mistyped path would otherwise switch
+a tool off where no server looks. Every server process on that file sees a
 change within about half a second (``access.tool_switches``). Problems are one line on stderr
 and exit status 2.
 """
@@ -22,7 +24,7 @@ from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import format_instant
-from expert_booking.settings import Settings, SettingsError
+from expert_booking.settings import Settings, SettingsError, load_dotenv_file
 
 PROG = "expert-booking-mcp"
 
@@ -50,6 +52,7 @@ def add_admin_parser(commands: Any) -> None:
 def run_admin(args: argparse.Namespace) -> int:
     """Run an ``admin`` command; its exit status."""
     try:
+        load_dotenv_file()
         settings = Settings.from_env().with_overrides(db_path=args.db)
         return asyncio.run(_tools(args, settings))
     except (SettingsError, ToolSwitchError) as exc:
@@ -68,10 +71,17 @@ async def _tools(args: argparse.Namespace, settings: Settings) -> int:
     if args.admin_action in {"disable", "enable"}:
         check_switchable(args.name, logical=LOGICAL_NAMES, catalog=MCP_TOOLS)
     reason = clean_reason(args.reason) if args.admin_action == "disable" else ""
+    created = not settings.db_path.exists()
     store = await SqliteBookingStore.open(
         settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
     )
     await store.close()  # opened for its migrations only
+    if created:
+        print(
+            f"{PROG}: no database was at {settings.db_path}: created it; servers on another "
+            "file do not see this change (check --db / BOOKING_DB_PATH)",
+            file=sys.stderr,
+        )
     switches = SqliteToolSwitches(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
     if args.admin_action == "disable":
         state = await switches.disable(args.name, reason, SystemClock().now())

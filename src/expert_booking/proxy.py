@@ -39,6 +39,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from expert_booking.client import ClientSentAtTransport
+from expert_booking.settings import is_loopback_host
 
 __all__ = ("ProxyApp", "StampingProxy", "ThreadedServer")
 
@@ -335,11 +336,17 @@ def run(upstream_url: str, host: str, port: int) -> int:
     """``expert-booking-mcp proxy``: serve the proxy in the foreground until SIGTERM/SIGINT.
 
     The ready line is ``MCP endpoint: http://HOST:PORT/<upstream path> (stamping proxy for
-    UPSTREAM)`` on stderr. A bad upstream URL or a busy port is one line and status 2 / 3.
+    UPSTREAM)`` on stderr. A non-loopback ``host``, a bad upstream URL or a busy port is one line
+    and status 2 / 3: the proxy adds no access control, and a server in ``AUTH_MODE=none`` trusts
+    it as it trusts every loopback caller.
     """
     from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - CLI entry only
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
 
+    if not is_loopback_host(host):  # it would hand any network client to a loopback server
+        message = f"--host must be a loopback address (the proxy serves this machine), got {host!r}"
+        sys.stderr.write(startup_line(f"expert-booking-mcp proxy: {message}") + "\n")
+        return 2
     try:
         origin, path = split_upstream(upstream_url)
     except ValueError as exc:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from dotenv import load_dotenv
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SANDBOX_PORT = 3100
 """``payment-sandbox``'s default port, where the default payment URLs point."""
@@ -48,6 +50,22 @@ class QuotaLimits:
 
 class SettingsError(ValueError):
     """A configuration value is malformed; raised at startup, never per request."""
+
+
+DOTENV = ".env"
+
+
+def load_dotenv_file() -> None:
+    """Read ``./.env`` into the environment; variables already set keep their values.
+
+    Raises:
+        SettingsError: the file cannot be read as UTF-8 text.
+    """
+    try:
+        load_dotenv(Path.cwd() / DOTENV, override=False, encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as exc:
+        msg = f"{Path.cwd() / DOTENV} cannot be read as UTF-8 text ({type(exc).__name__})"
+        raise SettingsError(msg) from exc
 
 
 @dataclass(frozen=True, slots=True)

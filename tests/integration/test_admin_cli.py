@@ -25,7 +25,10 @@ def test_disable_list_enable_round_trip(db: Path, capsys: pytest.CaptureFixture[
     assert run(capsys, "admin", "tools", "list", "--db", str(db)) == (
         0,
         "no tool is disabled (version 0)\n",
-        "",
+        (
+            f"expert-booking-mcp: no database was at {db}: created it; servers on another file "
+            "do not see this change (check --db / BOOKING_DB_PATH)\n"
+        ),
     )
     status, out, _ = run(
         capsys,
@@ -51,6 +54,23 @@ def test_disable_list_enable_round_trip(db: Path, capsys: pytest.CaptureFixture[
     assert run(capsys, "admin", "tools", "enable", "booking.hold_slot", "--db", str(db))[:2] == (
         0,
         "booking.hold_slot was not disabled\n",
+    )
+
+
+def test_the_database_comes_from_dotenv_as_for_serve(
+    db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(db.parent)
+    (db.parent / ".env").write_text(f"BOOKING_DB_PATH={db}\n", encoding="utf-8")
+    assert run(capsys, "admin", "tools", "list", "--db", str(db))[0] == 0  # creates the file
+    assert run(capsys, "admin", "tools", "disable", "booking.hold_slot", "--reason", "x") == (
+        0,
+        "booking.hold_slot disabled (version 1): x\n",
+        "",  # the file existed: no note
+    )
+    assert not (db.parent / "expert-booking.db").exists()
+    assert run(capsys, "admin", "tools", "list", "--db", str(db))[1].startswith(
+        "booking.hold_slot\t"
     )
 
 

@@ -134,6 +134,30 @@ def test_the_proxy_refuses_an_upstream_that_is_not_an_http_url_with_one_line(
     )
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.2", "::"])  # noqa: S104 - refused
+def test_the_proxy_binds_loopback_only(host: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """It adds no access control: exposed, it would hand the network a loopback server."""
+    upstream = "http://127.0.0.1:3000/mcp"
+    assert main(["proxy", "--upstream", upstream, "--host", host, "--port", "0"]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert line == (
+        "expert-booking-mcp proxy: --host must be a loopback address (the proxy serves this "
+        f"machine), got {host!r}"
+    )
+
+
+def test_a_dotenv_that_is_not_utf8_is_one_line_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".env").write_bytes("PORT=3000\n".encode("utf-16"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--port", "0"]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert line.startswith("expert-booking-mcp: configuration error: ")
+    assert line.endswith(".env cannot be read as UTF-8 text (UnicodeDecodeError)")
+    assert list(tmp_path.iterdir()) == [tmp_path / ".env"]
+
+
 def test_none_mode_refuses_a_non_loopback_bind_with_one_line_naming_the_setting(
     clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
