@@ -135,6 +135,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _build_and_serve(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the demo needs none of it.
+    from expert_booking.adapters.sqlite_store import (  # noqa: PLC0415
+        DatabaseFileError,
+        check_database_file,
+    )
     from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415
     from expert_booking.edge.observability import JsonLinesHandler  # noqa: PLC0415
     from expert_booking.edge.schemas import SchemaLoadError  # noqa: PLC0415
@@ -155,6 +159,14 @@ def _build_and_serve(args: argparse.Namespace) -> int:
     except ListenError as exc:
         _startup_failure(f"{exc}")
         return 3
+    try:
+        check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+    except DatabaseFileError as exc:
+        sock.close()
+        _startup_failure(
+            f"cannot use the database {settings.db_path} (--db / BOOKING_DB_PATH): {exc}"
+        )
+        return 2
     try:
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)

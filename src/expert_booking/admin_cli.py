@@ -20,7 +20,11 @@ from typing import Any
 from expert_booking.access.ports import ToolSwitchState
 from expert_booking.access.tool_switches import ToolSwitchError, check_switchable, clean_reason
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.adapters.sqlite_store import (
+    DatabaseFileError,
+    SqliteBookingStore,
+    check_database_file,
+)
 from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import format_instant
@@ -72,6 +76,11 @@ async def _tools(args: argparse.Namespace, settings: Settings) -> int:
         check_switchable(args.name, logical=LOGICAL_NAMES, catalog=MCP_TOOLS)
     reason = clean_reason(args.reason) if args.admin_action == "disable" else ""
     created = not settings.db_path.exists()
+    try:
+        check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+    except DatabaseFileError as exc:
+        msg = f"cannot use the database {settings.db_path} (--db / BOOKING_DB_PATH): {exc}"
+        raise SettingsError(msg) from exc
     store = await SqliteBookingStore.open(
         settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
     )

@@ -18,6 +18,7 @@ import pytest
 
 from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
 from expert_booking.adapters.sqlite_migrations import (
+    SchemaTooNewError,
     apply_migration,
     load_migrations,
     pending_migrations,
@@ -25,10 +26,12 @@ from expert_booking.adapters.sqlite_migrations import (
 )
 from expert_booking.adapters.sqlite_sql import search_params
 from expert_booking.adapters.sqlite_store import (
+    DatabaseFileError,
     SqliteBookingStore,
     _Worker,
     booking_from_json,
     booking_to_json,
+    check_database_file,
 )
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import (
@@ -128,6 +131,17 @@ async def test_stores_opened_at_once_on_one_new_file_all_open_and_seed_it_once(
         assert _count(path, "SELECT COUNT(*) FROM slots") == len(SEED_SLOTS)
         with _raw(path) as connection:
             assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_a_database_a_newer_release_migrated_is_refused_not_used(db_path: Path) -> None:
+    store = await SqliteBookingStore.open(db_path)
+    await store.close()
+    with _raw(db_path) as connection:
+        connection.execute("INSERT INTO schema_migrations VALUES (999, '2031-01-01T00:00:00Z')")
+    with pytest.raises(SchemaTooNewError, match="version 999"):
+        await SqliteBookingStore.open(db_path)
+    with pytest.raises(DatabaseFileError, match="a newer expert-booking-mcp wrote it"):
+        check_database_file(db_path)
 
 
 async def test_the_seed_is_not_rewritten_after_the_first_start(db_path: Path) -> None:

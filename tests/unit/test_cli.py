@@ -6,7 +6,8 @@ import gc
 import json
 import signal
 import socket
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,47 @@ def test_the_proxy_binds_loopback_only(host: str, capsys: pytest.CaptureFixture[
         "expert-booking-mcp proxy: --host must be a loopback address (the proxy serves this "
         f"machine), got {host!r}"
     )
+
+
+def _newer_database(path: Path) -> Path:
+    """A database a later release migrated: its ``schema_migrations`` names version 999."""
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)"
+        )
+        connection.execute("INSERT INTO schema_migrations VALUES (999, '2031-01-01')")
+    connection.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda tmp: tmp / "missing" / "b.db", "SQLITE_CANTOPEN"),
+        (lambda tmp: _written(tmp / "notes.txt", b"not a database, just notes\n" * 100), "NOTADB"),
+        (lambda tmp: _newer_database(tmp / "newer.db"), "a newer expert-booking-mcp wrote it"),
+    ],
+    ids=["missing-directory", "not-sqlite", "newer-schema"],
+)
+def test_a_database_that_cannot_serve_is_one_line_naming_it_before_serving(
+    clean_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Callable[[Path], Path],
+    reason: str,
+) -> None:
+    database = make(tmp_path)
+    assert main(["serve", "--port", "0", "--db", str(database)]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert line.startswith(
+        f"expert-booking-mcp: cannot use the database {database} (--db / BOOKING_DB_PATH): "
+    )
+    assert reason in line
+
+
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def test_a_dotenv_that_is_not_utf8_is_one_line_naming_the_file(

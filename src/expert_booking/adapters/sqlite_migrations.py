@@ -16,7 +16,9 @@ from expert_booking.adapters.seed import SEED_EXPERTS, SEED_SLOTS
 
 __all__ = [
     "Migration",
+    "SchemaTooNewError",
     "apply_migration",
+    "check_not_newer",
     "load_migrations",
     "pending_migrations",
     "split_statements",
@@ -69,12 +71,42 @@ def split_statements(script: str) -> tuple[str, ...]:
     return tuple(statements)
 
 
+class SchemaTooNewError(Exception):
+    """The database records a migration this release does not know: a newer release wrote it."""
+
+
+def check_not_newer(connection: sqlite3.Connection) -> None:
+    """Refuse a database a newer release migrated: this code would misread its tables.
+
+    Raises:
+        SchemaTooNewError: ``schema_migrations`` names a version beyond the packaged ones.
+    """
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if exists is None:
+        return
+    newest = connection.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+    known = max(migration.version for migration in load_migrations())
+    if isinstance(newest, int) and newest > known:
+        msg = (
+            f"its schema is at version {newest}, this release knows versions up to {known}: "
+            "a newer expert-booking-mcp wrote it; run that release (or a newer one) on it"
+        )
+        raise SchemaTooNewError(msg)
+
+
 def pending_migrations(connection: sqlite3.Connection) -> list[Migration]:
-    """The packaged migrations not recorded in ``schema_migrations`` yet (creating the table)."""
+    """The packaged migrations not recorded in ``schema_migrations`` yet (creating the table).
+
+    Raises:
+        SchemaTooNewError: a newer release migrated the database.
+    """
     connection.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         "version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)"
     )
+    check_not_newer(connection)
     applied = {row[0] for row in connection.execute("SELECT version FROM schema_migrations")}
     return [migration for migration in load_migrations() if migration.version not in applied]
 

@@ -64,7 +64,9 @@ import aiosqlite
 
 from expert_booking.adapters.sqlite_migrations import (
     Migration,
+    SchemaTooNewError,
     apply_migration,
+    check_not_newer,
     pending_migrations,
 )
 from expert_booking.adapters.sqlite_rows import (
@@ -354,6 +356,31 @@ def _batch_scheduling(_connection: sqlite3.Connection) -> None:
         return
     with contextlib.suppress(OSError):
         os.sched_setscheduler(0, policy, os.sched_param(0))
+
+
+class DatabaseFileError(Exception):
+    """The file cannot be this server's database (the message says why, without the path)."""
+
+
+def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> None:
+    """Prepare the file as ``open`` does, synchronously, and check a newer release did not write it.
+
+    For a command that must refuse to start with one clear line before it serves: the store
+    itself opens on the serving event loop, where a failure is a startup traceback.
+
+    Raises:
+        DatabaseFileError: it cannot be opened or created, is not SQLite, is read-only, or
+            a newer release migrated it.
+    """
+    try:
+        _prepare_file(str(path), busy_timeout_ms)
+        with contextlib.closing(sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000)) as db:
+            check_not_newer(db)
+    except sqlite3.Error as exc:
+        name = getattr(exc, "sqlite_errorname", type(exc).__name__)
+        raise DatabaseFileError(f"{name}: {exc}") from exc
+    except SchemaTooNewError as exc:
+        raise DatabaseFileError(str(exc)) from exc
 
 
 def _prepare_file(path: str, busy_timeout_ms: int) -> None:
