@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from dotenv import load_dotenv
@@ -210,17 +210,28 @@ class Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
+MAX_NUMBER = 10**9
+"""Every number setting's ceiling: 31 years of seconds (a TTL added to now stays a date)."""
+_Number = TypeVar("_Number", int, float)
+
+
 def _positive_int(raw: str) -> int:
     value = int(raw)
     if value <= 0:
         raise ValueError("must be a positive integer")
-    return value
+    return _bounded(value)
 
 
 def _non_negative_int(raw: str) -> int:
     value = int(raw)
     if value < 0:
         raise ValueError("must be zero or a positive integer")
+    return _bounded(value)
+
+
+def _bounded(value: _Number) -> _Number:
+    if value > MAX_NUMBER:
+        raise ValueError(f"must be at most {MAX_NUMBER}")
     return value
 
 
@@ -251,7 +262,7 @@ def _positive_float(raw: str) -> float:
     value = float(raw)
     if not math.isfinite(value) or value <= 0:
         raise ValueError("must be a positive, finite number")
-    return value
+    return _bounded(value)
 
 
 def _csv(raw: str) -> tuple[str, ...]:

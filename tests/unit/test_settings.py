@@ -109,6 +109,13 @@ def test_the_process_environment_is_the_default_source(monkeypatch: pytest.Monke
         ("PAYMENT_QUERY_BASE_URL", "http://payments.example:0"),
         ("ALLOWED_HOSTS", " , ,"),
         ("ALLOWED_ORIGINS", ","),
+        # Beyond any date (timedelta and datetime overflow at start or at the first hold):
+        ("HOLD_TTL_SECONDS", "99999999999999999999"),
+        ("APPROVAL_TTL_SECONDS", "1000000001"),
+        ("SLOT_CACHE_TTL_SECONDS", "99999999999999999999"),
+        ("CLIENT_CLOCK_TOLERANCE_SECONDS", "99999999999999999999"),
+        ("PAYMENT_TIMEOUT_SECONDS", "1e20"),
+        ("BOOKING_DB_BUSY_TIMEOUT_MS", "1e20"),
     ],
 )
 def test_a_malformed_value_is_a_settings_error_naming_the_variable(name: str, value: str) -> None:
