@@ -242,8 +242,13 @@ async def open_client(
             message names ``url`` and the root cause.
     """
     stamping = ClientSentAtTransport(transport, clock=clock, on_exchange=on_exchange)
+    probe = _DiscoverRefusal()
     async with httpx2.AsyncClient(
-        transport=stamping, timeout=http_timeout, headers=dict(headers or {}), auth=auth
+        transport=stamping,
+        timeout=http_timeout,
+        headers=dict(headers or {}),
+        auth=auth,
+        event_hooks={"response": [probe]},
     ) as http:
         client = Client(
             streamable_http_client(url, http_client=http),
@@ -255,8 +260,32 @@ async def open_client(
             try:
                 await stack.enter_async_context(client)
             except (ExceptionGroup, httpx2.HTTPError, MCPError, OSError) as exc:
-                raise ServerConnectionError(url, _root_cause(exc)) from None
+                raise ServerConnectionError(url, probe.error or _root_cause(exc)) from None
             yield client
+
+
+class _DiscoverRefusal:
+    """Keeps the server's refusal of the ``server/discover`` probe (an httpx response hook).
+
+    When the probe is refused (a client clock out of the server's tolerance, say), the SDK's
+    ``mode="auto"`` falls back to a legacy ``initialize``, which this server refuses too; the
+    probe's refusal is the one that says what is wrong.
+    """
+
+    def __init__(self) -> None:
+        self.error: MCPError | None = None
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        if self.error is not None or response.is_success:
+            return
+        if response.request.headers.get("mcp-method") != "server/discover":
+            return
+        await response.aread()
+        try:
+            error = response.json()["error"]
+            self.error = MCPError(int(error["code"]), str(error["message"]), error.get("data"))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return
 
 
 class ServerConnectionError(ConnectionError):

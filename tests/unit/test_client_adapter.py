@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from mcp import MCPError
 
 from expert_booking.client import (
     ClientSentAtTransport,
@@ -202,3 +203,30 @@ async def test_open_client_names_the_url_and_the_servers_refusal() -> None:
         f"cannot connect to the MCP server at {url}: the server refused the connection: "
         "Missing MCP-Protocol-Version header (JSON-RPC error -32020)"
     )
+
+
+async def test_open_client_reports_the_refused_discover_probe_not_the_legacy_fallback() -> None:
+    """The SDK's auto mode retries with ``initialize`` after a refused probe; that is no cause."""
+
+    async def refuse(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "server/discover":
+            error = {
+                "code": -32600,
+                "message": "Client timestamp out of range: 400 s behind the server's clock",
+                "data": {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"},
+            }
+        else:
+            error = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+        return httpx2.Response(400, json={"jsonrpc": "2.0", "id": body["id"], "error": error})
+
+    url = "http://127.0.0.1:1/mcp"
+    with pytest.raises(ServerConnectionError) as excinfo:
+        async with open_client(url, transport=httpx2.MockTransport(refuse)):
+            pytest.fail("connected to a refusing server")
+    assert str(excinfo.value) == (
+        f"cannot connect to the MCP server at {url}: the server refused the connection: "
+        "Client timestamp out of range: 400 s behind the server's clock (JSON-RPC error -32600)"
+    )
+    assert isinstance(excinfo.value.cause, MCPError)
+    assert excinfo.value.cause.error.data == {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"}
