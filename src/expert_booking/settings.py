@@ -194,6 +194,13 @@ class Settings:
             SettingsError: a value has the wrong type or range.
         """
         source = os.environ if env is None else env
+        for name in _LATER:
+            if (source.get(name) or "").strip():
+                msg = (
+                    f"{name} is set, but this release does not support it yet (CONTRACT section "
+                    "6 names it for a later capability); unset it, or it would be ignored"
+                )
+                raise SettingsError(msg)
         values: dict[str, Any] = {}
         for name, (attr, parse) in _VARIABLES.items():
             raw = source.get(name)
@@ -206,8 +213,27 @@ class Settings:
         return cls(**values)
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        """Apply CLI flags (``None`` means "not given")."""
+        """Apply CLI flags (``None`` means "not given").
+
+        Raises:
+            SettingsError: ``--db`` names a database URL, which this release cannot use yet.
+        """
+        db_path = overrides.get("db_path")
+        scheme, colon, _ = str(db_path).partition(":/")  # Path folds "postgresql://" to ":/"
+        if db_path is not None and colon and scheme.lower() in {"postgresql", "postgres"}:
+            msg = f"--db {db_path}: PostgreSQL is not supported yet; give a SQLite file path"
+            raise SettingsError(msg)
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+_LATER = (
+    "BOOKING_DATABASE_URL",
+    "BOOKING_DATABASE_LISTEN_URL",
+    "APPROVAL_MODE",
+    "APPROVAL_NOTIFY_URL",
+    "RECEIPT_KEY_FILE",
+)
+"""Variables CONTRACT section 6 names for capabilities not built yet: refused, never ignored."""
 
 
 MAX_NUMBER = 10**9

@@ -124,6 +124,29 @@ def test_a_malformed_value_is_a_settings_error_naming_the_variable(name: str, va
     assert str(excinfo.value).startswith(f"{name}=")
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "BOOKING_DATABASE_URL",
+        "BOOKING_DATABASE_LISTEN_URL",
+        "APPROVAL_MODE",
+        "APPROVAL_NOTIFY_URL",
+        "RECEIPT_KEY_FILE",
+    ],
+)
+def test_a_variable_named_for_a_later_capability_is_refused_not_ignored(name: str) -> None:
+    """A PostgreSQL URL silently served from a local SQLite file would split the data."""
+    with pytest.raises(SettingsError, match=f"^{name} is set, but this release does not"):
+        Settings.from_env({name: "postgresql://db.example/booking"})
+    assert Settings.from_env({name: " "}) == Settings()
+
+
+@pytest.mark.parametrize("url", ["postgresql://db.example/booking", "postgres://u@h/db"])
+def test_a_database_url_for_db_is_refused(url: str) -> None:
+    with pytest.raises(SettingsError, match="PostgreSQL is not supported yet"):
+        Settings().with_overrides(db_path=Path(url))
+
+
 def test_cli_overrides_win_and_none_means_not_given() -> None:
     base = Settings.from_env({"PORT": "4000", "HOST": "127.0.0.1"})
     overridden = base.with_overrides(port=0, host=None, db_path=Path("other.db"))
