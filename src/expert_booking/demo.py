@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import textwrap
@@ -27,6 +28,7 @@ import httpx2
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.client import open_client
 from expert_booking.domain.model import format_instant
+from expert_booking.settings import setting_names
 from expert_booking.testing.sandbox_pair import server_with_sandbox
 
 _CLOCK = SystemClock()  # the demo plays the person who approves and pays
@@ -295,7 +297,9 @@ async def run() -> None:
     exchanges = _Exchanges()
     with tempfile.TemporaryDirectory(prefix="expert-booking-demo-") as directory:
         database = Path(directory) / "expert-booking.db"
-        with server_with_sandbox(database) as (server, sandbox):
+        # Its own server on the defaults: none of the operator's settings, no ./.env of theirs.
+        own = {name: value for name, value in os.environ.items() if name not in setting_names()}
+        with server_with_sandbox(database, own, cwd=Path(directory)) as (server, sandbox):
             print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")
             print(INTRODUCTION)
             async with open_client(server.url, on_exchange=exchanges.record) as client:

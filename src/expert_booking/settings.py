@@ -236,6 +236,11 @@ _LATER = (
 """Variables CONTRACT section 6 names for capabilities not built yet: refused, never ignored."""
 
 
+def setting_names() -> frozenset[str]:
+    """Every environment variable the server reads (or refuses, :data:`_LATER`)."""
+    return frozenset(_VARIABLES) | frozenset(_LATER)
+
+
 MAX_NUMBER = 10**9
 """Every number setting's ceiling: 31 years of seconds (a TTL added to now stays a date)."""
 _Number = TypeVar("_Number", int, float)
