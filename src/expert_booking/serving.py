@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import logging
+import math
 import resource
 import signal
 import socket
@@ -87,6 +88,15 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
+def graceful_shutdown_seconds(settings: Settings) -> int:
+    """How long a stopping server lets requests in flight finish.
+
+    ``GRACEFUL_SHUTDOWN_SECONDS``, or longer with a long ``PAYMENT_TIMEOUT_SECONDS``: a confirm
+    in flight may wait out its payment query, and one cut off would answer a bare 500.
+    """
+    return max(GRACEFUL_SHUTDOWN_SECONDS, math.ceil(settings.payment_timeout_seconds) + 2)
+
+
 def exit_cleanly_on_signals() -> None:
     """SIGTERM and SIGINT end the process with status 0 (see :func:`_exit_cleanly`)."""
     signal.signal(signal.SIGTERM, _exit_cleanly)
@@ -108,7 +118,7 @@ def serve(
 
     uvloop when installed, uvicorn's httptools protocol with the ``HTTP_*`` bounds of
     ``limits`` (default settings) (:class:`~expert_booking.edge.http_limits.BoundedHttpProtocol`),
-    no access log, a graceful shutdown of ``GRACEFUL_SHUTDOWN_SECONDS``, the JSON logging of
+    no access log, a graceful shutdown of :func:`graceful_shutdown_seconds`, the JSON logging of
     :func:`configure_logging` on stderr for every logger, uvicorn's and the SDK's included
     (``log_handler``, when the app was given it for its action lines), ``gc.freeze()`` and the
     collector on after startup, and ``ready_line`` (``{base}`` is ``http://HOST:PORT`` with the
@@ -147,7 +157,7 @@ def serve(
         log_config=None,
         log_level="warning",
         timeout_keep_alive=bounds.http_keep_alive_seconds,
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        timeout_graceful_shutdown=graceful_shutdown_seconds(bounds),
     )
     for warning in warnings:
         logging.getLogger("expert_booking.serve").warning(warning)
