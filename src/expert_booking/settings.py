@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from dotenv import load_dotenv
+from dotenv import dotenv_values
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SANDBOX_PORT = 3100
@@ -58,14 +58,21 @@ DOTENV = ".env"
 def load_dotenv_file() -> None:
     """Read ``./.env`` into the environment; variables already set keep their values.
 
+    A variable set to blank counts as unset, as :meth:`Settings.from_env` reads it: the file's
+    value applies, not the default.
+
     Raises:
         SettingsError: the file cannot be read as UTF-8 text.
     """
+    path = Path.cwd() / DOTENV
     try:
-        load_dotenv(Path.cwd() / DOTENV, override=False, encoding="utf-8")
+        values = dotenv_values(path, encoding="utf-8") if path.is_file() else {}
     except (UnicodeDecodeError, OSError) as exc:
-        msg = f"{Path.cwd() / DOTENV} cannot be read as UTF-8 text ({type(exc).__name__})"
+        msg = f"{path} cannot be read as UTF-8 text ({type(exc).__name__})"
         raise SettingsError(msg) from exc
+    for name, value in values.items():
+        if value is not None and not os.environ.get(name, "").strip():
+            os.environ[name] = value
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,23 @@ def test_a_database_url_for_db_is_refused(url: str) -> None:
         Settings().with_overrides(db_path=Path(url))
 
 
+def test_dotenv_fills_what_the_environment_leaves_unset_or_blank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_text(
+        "HOLD_TTL_SECONDS=60\nAPPROVAL_TTL_SECONDS=90\nSLOT_CACHE_TTL_SECONDS=7\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOLD_TTL_SECONDS", "")  # blank: unset, so the file's value applies
+    monkeypatch.setenv("APPROVAL_TTL_SECONDS", "100")  # set: it wins over the file
+    monkeypatch.setenv("SLOT_CACHE_TTL_SECONDS", " ")  # recorded, so the test leaves no trace
+    settings_module.load_dotenv_file()
+    loaded = Settings.from_env()
+    assert (loaded.hold_ttl_seconds, loaded.approval_ttl_seconds) == (60, 100)
+    assert loaded.slot_cache_ttl_seconds == 7
+
+
 def test_cli_overrides_win_and_none_means_not_given() -> None:
     base = Settings.from_env({"PORT": "4000", "HOST": "127.0.0.1"})
     overridden = base.with_overrides(port=0, host=None, db_path=Path("other.db"))
