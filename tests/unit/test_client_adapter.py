@@ -189,44 +189,44 @@ async def test_open_client_names_the_url_and_the_cause_when_nothing_listens() ->
     assert isinstance(excinfo.value.cause, httpx2.ConnectError)
 
 
-async def test_open_client_names_the_url_and_the_servers_refusal() -> None:
+REFUSED_URL = "http://127.0.0.1:1/mcp"
+LEGACY_REFUSAL = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+
+
+async def _refused(errors: dict[str, dict[str, Any]]) -> ServerConnectionError:
+    """``open_client`` against a server answering each method's error of ``errors`` (HTTP 400);
+    a method not named gets the legacy refusal."""
+
     async def refuse(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
-        error = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+        error = errors.get(body["method"], LEGACY_REFUSAL)
         return httpx2.Response(400, json={"jsonrpc": "2.0", "id": body["id"], "error": error})
 
-    url = "http://127.0.0.1:1/mcp"
     with pytest.raises(ServerConnectionError) as excinfo:
-        async with open_client(url, transport=httpx2.MockTransport(refuse)):
+        async with open_client(REFUSED_URL, transport=httpx2.MockTransport(refuse)):
             pytest.fail("connected to a refusing server")
-    assert str(excinfo.value) == (
-        f"cannot connect to the MCP server at {url}: the server refused the connection: "
+    return excinfo.value
+
+
+async def test_open_client_names_the_url_and_the_servers_refusal() -> None:
+    refused = await _refused({"server/discover": LEGACY_REFUSAL})
+    assert str(refused) == (
+        f"cannot connect to the MCP server at {REFUSED_URL}: the server refused the connection: "
         "Missing MCP-Protocol-Version header (JSON-RPC error -32020)"
     )
 
 
 async def test_open_client_reports_the_refused_discover_probe_not_the_legacy_fallback() -> None:
     """The SDK's auto mode retries with ``initialize`` after a refused probe; that is no cause."""
-
-    async def refuse(request: httpx2.Request) -> httpx2.Response:
-        body = json.loads(request.content)
-        if body["method"] == "server/discover":
-            error = {
-                "code": -32600,
-                "message": "Client timestamp out of range: 400 s behind the server's clock",
-                "data": {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"},
-            }
-        else:
-            error = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
-        return httpx2.Response(400, json={"jsonrpc": "2.0", "id": body["id"], "error": error})
-
-    url = "http://127.0.0.1:1/mcp"
-    with pytest.raises(ServerConnectionError) as excinfo:
-        async with open_client(url, transport=httpx2.MockTransport(refuse)):
-            pytest.fail("connected to a refusing server")
-    assert str(excinfo.value) == (
-        f"cannot connect to the MCP server at {url}: the server refused the connection: "
+    skew = {
+        "code": -32600,
+        "message": "Client timestamp out of range: 400 s behind the server's clock",
+        "data": {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"},
+    }
+    refused = await _refused({"server/discover": skew})
+    assert str(refused) == (
+        f"cannot connect to the MCP server at {REFUSED_URL}: the server refused the connection: "
         "Client timestamp out of range: 400 s behind the server's clock (JSON-RPC error -32600)"
     )
-    assert isinstance(excinfo.value.cause, MCPError)
-    assert excinfo.value.cause.error.data == {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"}
+    assert isinstance(refused.cause, MCPError)
+    assert refused.cause.error.data == {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"}
