@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from enum import StrEnum
@@ -248,8 +248,8 @@ def setting_names() -> frozenset[str]:
     return frozenset(_VARIABLES) | frozenset(_LATER)
 
 
-MAX_NUMBER = 10**9
-"""Every number setting's ceiling: 31 years of seconds (a TTL added to now stays a date)."""
+MAX_DURATION = 10**9
+"""The ceiling of every duration setting: 31 years of seconds (a TTL added to now stays a date)."""
 _Number = TypeVar("_Number", int, float)
 
 
@@ -257,20 +257,26 @@ def _positive_int(raw: str) -> int:
     value = int(raw)
     if value <= 0:
         raise ValueError("must be a positive integer")
-    return _bounded(value)
+    return value
 
 
 def _non_negative_int(raw: str) -> int:
     value = int(raw)
     if value < 0:
         raise ValueError("must be zero or a positive integer")
-    return _bounded(value)
-
-
-def _bounded(value: _Number) -> _Number:
-    if value > MAX_NUMBER:
-        raise ValueError(f"must be at most {MAX_NUMBER}")
     return value
+
+
+def _duration(parse: Callable[[str], _Number]) -> Callable[[str], _Number]:
+    """``parse``, and at most :data:`MAX_DURATION` (durations feed date and timer arithmetic)."""
+
+    def parsed(raw: str) -> _Number:
+        value = parse(raw)
+        if value > MAX_DURATION:
+            raise ValueError(f"must be at most {MAX_DURATION}")
+        return value
+
+    return parsed
 
 
 MAX_AUTH_LEEWAY_SECONDS = 300
@@ -300,7 +306,7 @@ def _positive_float(raw: str) -> float:
     value = float(raw)
     if not math.isfinite(value) or value <= 0:
         raise ValueError("must be a positive, finite number")
-    return _bounded(value)
+    return value
 
 
 def _csv(raw: str) -> tuple[str, ...]:
@@ -392,14 +398,17 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "BOOKING_DB_PATH": ("db_path", Path),
     "PAYMENT_QUERY_BASE_URL": ("payment_query_base_url", _url),
     "PAYMENT_PAGE_BASE_URL": ("payment_page_base_url", _url),
-    "HOLD_TTL_SECONDS": ("hold_ttl_seconds", _positive_int),
-    "APPROVAL_TTL_SECONDS": ("approval_ttl_seconds", _positive_int),
-    "APPROVAL_CLOCK_SKEW_SECONDS": ("approval_clock_skew_seconds", _non_negative_int),
-    "SLOT_CACHE_TTL_SECONDS": ("slot_cache_ttl_seconds", _non_negative_int),
-    "PAYMENT_TIMEOUT_SECONDS": ("payment_timeout_seconds", _positive_float),
+    "HOLD_TTL_SECONDS": ("hold_ttl_seconds", _duration(_positive_int)),
+    "APPROVAL_TTL_SECONDS": ("approval_ttl_seconds", _duration(_positive_int)),
+    "APPROVAL_CLOCK_SKEW_SECONDS": (
+        "approval_clock_skew_seconds",
+        _duration(_non_negative_int),
+    ),
+    "SLOT_CACHE_TTL_SECONDS": ("slot_cache_ttl_seconds", _duration(_non_negative_int)),
+    "PAYMENT_TIMEOUT_SECONDS": ("payment_timeout_seconds", _duration(_positive_float)),
     "ALLOWED_HOSTS": ("allowed_hosts", _csv),
     "ALLOWED_ORIGINS": ("allowed_origins", _csv),
-    "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _positive_int),
+    "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _duration(_positive_int)),
     "AUTH_MODE": ("auth_mode", _auth_mode),
     "AUTH_ISSUER": ("auth_issuer", https_or_loopback_url),
     "AUTH_JWKS_URL": ("auth_jwks_url", https_or_loopback_url),
@@ -409,12 +418,18 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", _positive_int),
     "QUOTA_GLOBAL_PER_MINUTE": ("quota_global_per_minute", _positive_int),
     "TRUSTED_PROXIES": ("trusted_proxies", _networks),
-    "CLIENT_CLOCK_TOLERANCE_SECONDS": ("client_clock_tolerance_seconds", _non_negative_int),
+    "CLIENT_CLOCK_TOLERANCE_SECONDS": (
+        "client_clock_tolerance_seconds",
+        _duration(_non_negative_int),
+    ),
     "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _positive_int),
     "HTTP_MAX_HEADERS": ("http_max_headers", _positive_int),
-    "HTTP_HEADER_TIMEOUT_SECONDS": ("http_header_timeout_seconds", _positive_float),
-    "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", _positive_float),
-    "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _positive_int),
+    "HTTP_HEADER_TIMEOUT_SECONDS": (
+        "http_header_timeout_seconds",
+        _duration(_positive_float),
+    ),
+    "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", _duration(_positive_float)),
+    "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _duration(_positive_int)),
     "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
     "REFUSAL_LOG_LINES_PER_SECOND": ("refusal_log_lines_per_second", _positive_int),
 }
