@@ -160,14 +160,6 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         _startup_failure(f"{exc}")
         return 3
     try:
-        check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
-    except DatabaseFileError as exc:
-        sock.close()
-        _startup_failure(
-            f"cannot use the database {settings.db_path} (--db / BOOKING_DB_PATH): {exc}"
-        )
-        return 2
-    try:
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
         app = build_asgi_app(settings, action_lines=log_handler)
@@ -178,6 +170,14 @@ def _build_and_serve(args: argparse.Namespace) -> int:
     except SchemaLoadError as exc:
         sock.close()
         _startup_failure(f"cannot load the JSON schemas: {exc}")
+        return 2
+    try:  # last: the configuration is valid, so a database file made here is the one served
+        check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+    except DatabaseFileError as exc:
+        sock.close()
+        _startup_failure(
+            f"cannot use the database {settings.db_path} (--db / BOOKING_DB_PATH): {exc}"
+        )
         return 2
     warning = settings.payment_sandbox_warning
     return serve(

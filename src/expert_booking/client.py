@@ -260,7 +260,7 @@ async def open_client(
             try:
                 await stack.enter_async_context(client)
             except (ExceptionGroup, httpx2.HTTPError, MCPError, OSError) as exc:
-                raise ServerConnectionError(url, probe.error or _root_cause(exc)) from None
+                raise ServerConnectionError(url, probe.cause(_root_cause(exc))) from None
             yield client
 
 
@@ -268,19 +268,24 @@ class _DiscoverRefusal:
     """Keeps the server's refusal of the ``server/discover`` probe (an httpx response hook).
 
     When the probe is refused (a client clock out of the server's tolerance, say), the SDK's
-    ``mode="auto"`` falls back to a legacy ``initialize``, which this server refuses too; the
-    probe's refusal is the one that says what is wrong.
+    ``mode="auto"`` falls back to a legacy ``initialize``, which a 2026-only server refuses for
+    its protocol version: then the probe's refusal is the one that says what is wrong.
     """
 
     def __init__(self) -> None:
         self.error: MCPError | None = None
 
+    def cause(self, final: BaseException) -> BaseException:
+        """The probe's refusal when ``final`` is only the legacy fallback's; else ``final``."""
+        legacy = isinstance(final, MCPError) and final.error.code in _VERSION_REFUSALS
+        return self.error if legacy and self.error is not None else final
+
     async def __call__(self, response: httpx2.Response) -> None:
-        if self.error is not None or response.is_success:
+        if response.is_success or response.request.headers.get("mcp-method") != "server/discover":
             return
-        if response.request.headers.get("mcp-method") != "server/discover":
+        if not response.headers.get("content-type", "").startswith("application/json"):
             return
-        await response.aread()
+        await response.aread()  # a JSON-RPC error: small (a 2026-only server's refusal)
         try:
             error = response.json()["error"]
             self.error = MCPError(int(error["code"]), str(error["message"]), error.get("data"))
@@ -309,6 +314,10 @@ class ServerConnectionError(ConnectionError):
         super().__init__(f"cannot connect to the MCP server at {url}: {reason}")
         self.url = url
         self.cause = cause
+
+
+_VERSION_REFUSALS: Final = frozenset({-32020, -32022})
+"""A missing or unsupported ``MCP-Protocol-Version``: how a 2026-only server refuses legacy."""
 
 
 def _root_cause(exc: BaseException) -> BaseException:

@@ -26,10 +26,11 @@ from typing import Any
 import httpx2
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.client import open_client
+from expert_booking.client import ServerConnectionError, open_client
 from expert_booking.domain.model import format_instant
 from expert_booking.settings import setting_names
 from expert_booking.testing.sandbox_pair import server_with_sandbox
+from expert_booking.testing.server_process import ServerStartError
 
 _CLOCK = SystemClock()  # the demo plays the person who approves and pays
 SUMMARY_WIDTH = 72
@@ -298,7 +299,11 @@ async def run() -> None:
     with tempfile.TemporaryDirectory(prefix="expert-booking-demo-") as directory:
         database = Path(directory) / "expert-booking.db"
         # Its own server on the defaults: none of the operator's settings, no ./.env of theirs.
-        own = {name: value for name, value in os.environ.items() if name not in setting_names()}
+        own = {
+            name: value
+            for name, value in os.environ.items()
+            if name not in setting_names() and not name.startswith("OTEL_")
+        }
         with server_with_sandbox(database, own, cwd=Path(directory)) as (server, sandbox):
             print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")
             print(INTRODUCTION)
@@ -311,7 +316,7 @@ def main() -> int:
     """Console entry point for ``expert-booking-mcp demo``."""
     try:
         asyncio.run(run())
-    except DemoFailedError as exc:
+    except (DemoFailedError, ServerStartError, ServerConnectionError) as exc:
         print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from dotenv import dotenv_values
+from dotenv.main import DotEnv
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SANDBOX_PORT = 3100
@@ -66,7 +66,8 @@ def load_dotenv_file() -> None:
     """
     path = Path.cwd() / DOTENV
     try:
-        values = dotenv_values(path, encoding="utf-8") if path.is_file() else {}
+        # override=False: ${VAR} in the file reads the environment's VAR first, as it applies
+        values = DotEnv(path, encoding="utf-8", override=False).dict() if path.is_file() else {}
     except (UnicodeDecodeError, OSError) as exc:
         msg = f"{path} cannot be read as UTF-8 text ({type(exc).__name__})"
         raise SettingsError(msg) from exc
@@ -226,10 +227,11 @@ class Settings:
             SettingsError: ``--db`` names a database URL, which this release cannot use yet.
         """
         db_path = overrides.get("db_path")
-        scheme, colon, _ = str(db_path).partition(":/")  # Path folds "postgresql://" to ":/"
-        if db_path is not None and colon and scheme.lower() in {"postgresql", "postgres"}:
-            msg = f"--db {db_path}: PostgreSQL is not supported yet; give a SQLite file path"
-            raise SettingsError(msg)
+        if db_path is not None:
+            try:
+                _db_path(str(db_path))
+            except ValueError as exc:
+                raise SettingsError(f"--db {db_path}: {exc}") from exc
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -307,6 +309,14 @@ def _positive_float(raw: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError("must be a positive, finite number")
     return value
+
+
+def _db_path(raw: str) -> Path:
+    """A SQLite file path; a PostgreSQL URL (CONTRACT section 6) is not supported yet."""
+    scheme, colon, _ = raw.partition(":/")  # Path folds "postgresql://" to "postgresql:/"
+    if colon and scheme.lower() in {"postgresql", "postgres"}:
+        raise ValueError("PostgreSQL is not supported yet; give a SQLite file path")
+    return Path(raw)
 
 
 def _csv(raw: str) -> tuple[str, ...]:
@@ -395,7 +405,7 @@ def _url(raw: str) -> str:
 _VARIABLES: dict[str, tuple[str, Any]] = {
     "HOST": ("host", str),
     "PORT": ("port", parse_port),
-    "BOOKING_DB_PATH": ("db_path", Path),
+    "BOOKING_DB_PATH": ("db_path", _db_path),
     "PAYMENT_QUERY_BASE_URL": ("payment_query_base_url", _url),
     "PAYMENT_PAGE_BASE_URL": ("payment_page_base_url", _url),
     "HOLD_TTL_SECONDS": ("hold_ttl_seconds", _duration(_positive_int)),

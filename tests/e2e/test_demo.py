@@ -21,6 +21,7 @@ def test_the_demo_books_through_the_sandbox_and_explains_its_lines(tmp_path: Pat
         "AUTH_MODE": "oauth",
         "QUOTA_PER_CALLER_PER_MINUTE": "2",
         "CLIENT_CLOCK_TOLERANCE_SECONDS": "0",
+        "OTEL_TRACES_EXPORTER": "zipkin",
     }
     done = subprocess.run(
         [sys.executable, "-m", "expert_booking", "demo"],

@@ -17,7 +17,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("BOOKING_DB_PATH", raising=False)
+    monkeypatch.setenv("BOOKING_DB_PATH", "")  # blank reads as unset; recorded, so restored
     return tmp_path / "booking.db"
 
 

@@ -55,6 +55,7 @@ def test_an_unsupported_trace_exporter_ends_startup_with_one_line_and_status_2(
     line = one_line_of(capsys.readouterr().err)
     assert line.startswith("expert-booking-mcp: configuration error:")
     assert "OTEL_TRACES_EXPORTER" in line
+    assert list(tmp_path.iterdir()) == []  # refused before any database file is made
 
 
 def test_unloadable_schemas_end_startup_with_one_line_and_status_2(

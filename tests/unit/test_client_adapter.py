@@ -230,3 +230,14 @@ async def test_open_client_reports_the_refused_discover_probe_not_the_legacy_fal
     )
     assert isinstance(refused.cause, MCPError)
     assert refused.cause.error.data == {"code": "CLIENT_TIMESTAMP_OUT_OF_RANGE"}
+
+
+async def test_open_client_reports_the_fallbacks_refusal_when_it_is_not_about_the_version() -> None:
+    """Only a version refusal of the fallback defers to the probe's: anything else is news."""
+    probe = {"code": -32600, "message": "Bad Request: Missing session ID"}
+    forbidden = {"code": -32001, "message": "Forbidden: scope booking:read required"}
+    refused = await _refused({"server/discover": probe, "initialize": forbidden})
+    assert str(refused).endswith(
+        "the server refused the connection: Forbidden: scope booking:read required "
+        "(JSON-RPC error -32001)"
+    )

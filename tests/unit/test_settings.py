@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -145,6 +146,15 @@ def test_a_variable_named_for_a_later_capability_is_refused_not_ignored(name: st
 def test_a_database_url_for_db_is_refused(url: str) -> None:
     with pytest.raises(SettingsError, match="PostgreSQL is not supported yet"):
         Settings().with_overrides(db_path=Path(url))
+    with pytest.raises(SettingsError, match=r"^BOOKING_DB_PATH=.*PostgreSQL is not supported"):
+        Settings.from_env({"BOOKING_DB_PATH": url})
+
+
+@pytest.mark.parametrize(
+    "path", ["C:/data/b.db", "rel:colon.db", "postgres-b.db", "./postgres/b.db"]
+)
+def test_sqlite_paths_with_colons_or_the_word_stay_paths(path: str) -> None:
+    assert Settings.from_env({"BOOKING_DB_PATH": path}).db_path == Path(path)
 
 
 def test_dotenv_fills_what_the_environment_leaves_unset_or_blank(
@@ -160,6 +170,7 @@ def test_dotenv_fills_what_the_environment_leaves_unset_or_blank(
     monkeypatch.setenv("SLOT_CACHE_TTL_SECONDS", " ")  # recorded, so the test leaves no trace
     settings_module.load_dotenv_file()
     loaded = Settings.from_env()
+    assert os.environ["HOLD_TTL_SECONDS"] == "60"
     assert (loaded.hold_ttl_seconds, loaded.approval_ttl_seconds) == (60, 100)
     assert loaded.slot_cache_ttl_seconds == 7
 

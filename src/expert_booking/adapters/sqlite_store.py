@@ -374,8 +374,17 @@ def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> Non
     """
     try:
         _prepare_file(str(path), busy_timeout_ms)
-        with contextlib.closing(sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000)) as db:
+        with contextlib.closing(
+            sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+        ) as db:
             check_not_newer(db)
+            # A write that is rolled back: a read-only file already in WAL passed the switch.
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                version = int(db.execute("PRAGMA user_version").fetchone()[0])
+                db.execute(f"PRAGMA user_version = {version}")
+            finally:
+                db.execute("ROLLBACK")
     except sqlite3.Error as exc:
         name = getattr(exc, "sqlite_errorname", type(exc).__name__)
         raise DatabaseFileError(f"{name}: {exc}") from exc
