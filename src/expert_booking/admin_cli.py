@@ -4,9 +4,8 @@ The commands act on the database the servers use: the same ``--db`` flag and env
 (``BOOKING_DB_PATH``, ``BOOKING_DB_BUSY_TIMEOUT_MS``, ``./.env`` included) as ``serve``; like
 ``serve`` they create and migrate the file when it does not exist yet (a tool can be switched
 off before the first start), and then say so on stderr: a mistyped path would otherwise switch
-a tool off where no server looks. Every server process on that file sees a
-change within about half a second (``access.tool_switches``). Problems are one line on stderr
-and exit status 2.
+a tool off where no server looks. Every server process on that file sees a change within about
+half a second (``access.tool_switches``). Problems are one line on stderr and exit status 2.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import httpx2
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.client import ServerConnectionError, open_client
 from expert_booking.domain.model import format_instant
-from expert_booking.settings import setting_names
+from expert_booking.settings import SETTING_NAMES
 from expert_booking.testing.sandbox_pair import server_with_sandbox
 from expert_booking.testing.server_process import ServerStartError
 
@@ -302,7 +302,7 @@ async def run() -> None:
         own = {
             name: value
             for name, value in os.environ.items()
-            if name not in setting_names() and not name.startswith("OTEL_")
+            if name not in SETTING_NAMES and not name.startswith("OTEL_")
         }
         with server_with_sandbox(database, own, cwd=Path(directory)) as (server, sandbox):
             print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")

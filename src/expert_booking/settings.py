@@ -245,11 +245,6 @@ _LATER = (
 """Variables CONTRACT section 6 names for capabilities not built yet: refused, never ignored."""
 
 
-def setting_names() -> frozenset[str]:
-    """Every environment variable the server reads (or refuses, :data:`_LATER`)."""
-    return frozenset(_VARIABLES) | frozenset(_LATER)
-
-
 MAX_DURATION = 10**9
 """The ceiling of every duration setting: 31 years of seconds (a TTL added to now stays a date)."""
 _Number = TypeVar("_Number", int, float)
@@ -443,6 +438,8 @@ _VARIABLES: dict[str, tuple[str, Any]] = {
     "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
     "REFUSAL_LOG_LINES_PER_SECOND": ("refusal_log_lines_per_second", _positive_int),
 }
+SETTING_NAMES: frozenset[str] = frozenset(_VARIABLES) | frozenset(_LATER)
+"""Every environment variable the server reads (or refuses, :data:`_LATER`)."""
 
 VARIABLE_NAMES = tuple(_VARIABLES)
 """Every environment variable the settings read (README and ``.env.example`` list them all)."""

@@ -39,6 +39,11 @@ def jwk(kid: str, use: str | None = "sig") -> dict[str, object]:
     return {**key, "kid": kid, **({"use": use} if use else {})}
 
 
+def key_set(*kids: str) -> httpx.Response:
+    """A JWKS answer with a fresh signing key per ``kid``."""
+    return httpx.Response(200, json={"keys": [jwk(kid) for kid in kids]})
+
+
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient() as client:
@@ -92,7 +97,7 @@ async def test_a_jwks_uri_that_is_plain_http_off_loopback_is_refused(
 @respx.mock
 async def test_a_failed_refresh_keeps_the_keys_already_known(http: httpx.AsyncClient) -> None:
     route = respx.get(JWKS)
-    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    route.mock(return_value=key_set("a"))
     clock = Monotonic()
     keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock, max_age_seconds=60)
     assert await keys.key("a", "ES256") is not None
@@ -114,7 +119,7 @@ async def test_until_a_first_fetch_succeeds_attempts_are_rate_limited_too(
             await keys.key("a", "ES256")
     assert route.call_count == 1
     clock.now += 10
-    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    route.mock(return_value=key_set("a"))
     assert await keys.key("a", "ES256") is not None
 
 
@@ -122,11 +127,11 @@ async def test_until_a_first_fetch_succeeds_attempts_are_rate_limited_too(
 async def test_an_unknown_kid_refetches_at_once_then_at_most_once_per_interval(
     http: httpx.AsyncClient,
 ) -> None:
-    route = respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    route = respx.get(JWKS).mock(return_value=key_set("a"))
     clock = Monotonic()
     keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock)
     assert await keys.key("a", "ES256") is not None
-    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
+    route.mock(return_value=key_set("a", "b"))
     assert await keys.key("b", "ES256") is not None  # rotated in: found by its first token
     for made_up in ("x", "y", "z"):
         assert await keys.key(made_up, "ES256") is None
@@ -177,14 +182,14 @@ async def test_tokens_that_arrive_together_share_one_fetch(http: httpx.AsyncClie
 async def test_after_a_failed_fetch_an_unknown_kid_waits_the_interval_too(
     http: httpx.AsyncClient,
 ) -> None:
-    route = respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    route = respx.get(JWKS).mock(return_value=key_set("a"))
     clock = Monotonic()
     keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock, max_age_seconds=60)
     assert await keys.key("a", "ES256") is not None
     clock.now += 60
     route.mock(return_value=httpx.Response(503))
     assert await keys.key("a", "ES256") is not None  # the scheduled fetch fails: "a" stays
-    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
+    route.mock(return_value=key_set("a", "b"))
     assert await keys.key("b", "ES256") is None
     assert route.call_count == 2
     clock.now += 10
@@ -196,11 +201,11 @@ async def test_after_a_failed_fetch_an_unknown_kid_waits_the_interval_too(
 async def test_a_token_without_kid_gets_the_key_only_when_there_is_one(
     http: httpx.AsyncClient,
 ) -> None:
-    route = respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a")]}))
+    route = respx.get(JWKS).mock(return_value=key_set("a"))
     clock = Monotonic()
     keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock, max_age_seconds=1)
     assert await keys.key(None, "ES256") is not None
-    route.mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), jwk("b")]}))
+    route.mock(return_value=key_set("a", "b"))
     clock.now += 10
     assert await keys.key(None, "ES256") is None
 

@@ -373,10 +373,8 @@ def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> Non
             a newer release migrated it.
     """
     try:
-        _prepare_file(str(path), busy_timeout_ms)
-        with contextlib.closing(
-            sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
-        ) as db:
+        with contextlib.closing(_connect(str(path), busy_timeout_ms)) as db:
+            _switch_to_wal(db, busy_timeout_ms)
             check_not_newer(db)
             # A write that is rolled back: a read-only file already in WAL passed the switch.
             db.execute("BEGIN IMMEDIATE")
@@ -393,26 +391,33 @@ def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> Non
 
 
 def _prepare_file(path: str, busy_timeout_ms: int) -> None:
-    """Create the file if it is missing and switch it to WAL (a setting the file keeps).
+    """Create the file if it is missing and switch it to WAL (a setting the file keeps)."""
+    with contextlib.closing(_connect(path, busy_timeout_ms)) as connection:
+        _switch_to_wal(connection, busy_timeout_ms)
+
+
+def _connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+
+
+def _switch_to_wal(connection: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """``PRAGMA journal_mode = WAL``, also when another process switches the file at once.
 
     Processes opening one new file at once each switch it, and SQLite answers one of them
-    "database is locked" at once, without waiting: each holds the shared lock the other's
-    exclusive one needs. So the switch is retried, briefly backing off, until the busy timeout
-    has passed; any other error, or the timeout, raises.
+    "database is locked" at once, without its busy handler: each holds the shared lock the
+    other's exclusive one needs. The refused one then waits for the other's switch to end by
+    taking the write lock (``BEGIN IMMEDIATE``, which does wait, at most the busy timeout) and
+    switches again, now a no-op; any other error, or the busy timeout, raises.
     """
     deadline = time.monotonic() + busy_timeout_ms / 1000
-    pause = 0.002
-    with contextlib.closing(
-        sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
-    ) as connection:
-        while True:
-            try:
-                connection.execute("PRAGMA journal_mode = WAL").fetchall()
-            except sqlite3.OperationalError as exc:
-                busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
-                if not busy or time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 0.05)
-            else:
-                return
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL").fetchall()
+        except sqlite3.OperationalError as exc:
+            busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+        else:
+            return
+        connection.execute("BEGIN IMMEDIATE")  # returns once the other switch committed
+        connection.execute("ROLLBACK")
