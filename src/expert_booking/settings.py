@@ -152,6 +152,27 @@ class Settings:
         return timedelta(seconds=self.slot_cache_ttl_seconds)
 
     @property
+    def host_allow_list(self) -> tuple[str, ...]:
+        """``ALLOWED_HOSTS`` in force: the default also allows the IP literal ``HOST`` binds.
+
+        With ``HOST=127.0.0.2`` and no ``ALLOWED_HOSTS``, a client calling the address the
+        server listens on would otherwise get 421 on every request. An IP literal cannot be
+        rebound by DNS, so allowing it keeps the rebinding protection; a wildcard bind
+        (``0.0.0.0``, ``::``) names no address a client calls, and an ``ALLOWED_HOSTS`` the
+        operator set is used exactly as set.
+        """
+        if self.allowed_hosts != LOOPBACK_NAMES:
+            return self.allowed_hosts
+        try:
+            address = ipaddress.ip_address(self.host.removeprefix("[").removesuffix("]"))
+        except ValueError:
+            return self.allowed_hosts
+        literal = f"[{address}]" if isinstance(address, ipaddress.IPv6Address) else str(address)
+        if address.is_unspecified or literal in self.allowed_hosts:
+            return self.allowed_hosts
+        return (*self.allowed_hosts, literal)
+
+    @property
     def quota_limits(self) -> QuotaLimits | None:
         """The quotas in force, or ``None`` for none.
 

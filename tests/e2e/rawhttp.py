@@ -24,8 +24,8 @@ class RawResponse:
         return json.loads(self.body)
 
 
-def connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=READ_SECONDS)
+def connect(port: int, address: str = "127.0.0.1") -> socket.socket:
+    sock = socket.create_connection((address, port), timeout=READ_SECONDS)
     sock.settimeout(READ_SECONDS)
     return sock
 
@@ -88,8 +88,8 @@ def request(
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + content
 
 
-def exchange(port: int, data: bytes) -> RawResponse | None:
-    with connect(port) as sock:
+def exchange(port: int, data: bytes, address: str = "127.0.0.1") -> RawResponse | None:
+    with connect(port, address) as sock:
         sock.sendall(data)
         return read_response(sock)
 

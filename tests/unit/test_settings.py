@@ -222,3 +222,29 @@ def test_every_variable_is_documented(document: str) -> None:
     text = (Path(__file__).resolve().parents[2] / document).read_text(encoding="utf-8")
     missing = [name for name in settings_module._VARIABLES if name not in text]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("host", "added"),
+    [
+        ("127.0.0.2", ("127.0.0.2",)),
+        ("[::1]", ()),
+        ("::1", ()),
+        ("127.0.0.1", ()),
+        ("0.0.0.0", ()),  # noqa: S104 - a wildcard bind names no address a client calls
+        ("::", ()),
+        ("localhost", ()),
+        ("10.0.0.5", ("10.0.0.5",)),
+        ("fd00::5", ("[fd00::5]",)),
+    ],
+)
+def test_the_default_host_list_adds_the_ip_literal_served(
+    host: str, added: tuple[str, ...]
+) -> None:
+    settings = Settings(host=host)
+    assert settings.host_allow_list == (*settings.allowed_hosts, *added)
+
+
+def test_a_host_list_the_operator_set_is_kept_exactly() -> None:
+    settings = Settings.from_env({"ALLOWED_HOSTS": "booking.example.com", "HOST": "10.0.0.5"})
+    assert settings.host_allow_list == ("booking.example.com",)

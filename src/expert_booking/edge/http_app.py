@@ -67,7 +67,7 @@ def create_app(
     Raises:
         SettingsError: an ``ALLOWED_HOSTS`` / ``ALLOWED_ORIGINS`` entry is malformed.
     """
-    hosts = HostAllowList.from_entries(settings.allowed_hosts)
+    hosts = HostAllowList.from_entries(settings.host_allow_list)
     origins = OriginAllowList.from_entries(settings.allowed_origins)
     session_manager = StreamableHTTPSessionManager(
         app=mcp_server,
