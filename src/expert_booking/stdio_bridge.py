@@ -14,7 +14,9 @@ Answered locally, because 2026-07-28 has no counterpart: ``initialize`` (from th
 ``logging/setLevel`` (empty results) and every notification from the host
 (``notifications/initialized`` above all; the 2026 HTTP wire carries none from the client). A
 server that cannot be reached gets a JSON-RPC error naming the URL and the cause; a server's own
-refusal is passed through as it came.
+refusal is passed through as it came. A request the bridge cannot relay as it is (``params`` or
+``_meta`` not an object, a method or protocol version that cannot be a header) gets -32600
+naming the member, and no one message's failure ends the relay of the others in flight.
 
 The bridge stamps on the host's behalf, so the timestamp ordering it lets a host check starts at
 the bridge, not at the host (NOTES.md). Messages are framed by hand (one JSON text per line, as
@@ -25,6 +27,7 @@ into models and re-serialize them: results must reach the host byte for byte as 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,9 +56,12 @@ from mcp_types.version import (
 
 from expert_booking.client import DEFAULT_TIMEOUT, ClientSentAtTransport
 
+logger = logging.getLogger("expert_booking.stdio")
+
 PROG: Final = "expert-booking-mcp stdio"
 UNREACHABLE: Final = -32603
 """JSON-RPC "internal error": the bridge could not get an answer from the server."""
+INVALID_REQUEST: Final = -32600
 LOCAL_EMPTY_RESULTS: Final = frozenset({"ping", "logging/setLevel"})
 
 Message = dict[str, Any]
@@ -73,12 +79,38 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> Messag
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
+def _malformed(message: Message) -> str | None:
+    """Why a request cannot be relayed as it is (``None``: it can).
+
+    MCP params are an object, its ``_meta`` an object, and what becomes an HTTP header (the
+    method, a protocol version the host sent) is printable ASCII: anything else would make the
+    relay itself fail, so the host is told which member is wrong instead.
+    """
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    problems = (
+        (not _header_safe(message["method"]), "method must be printable ASCII"),
+        (params is not None and not isinstance(params, dict), "params must be an object"),
+        (meta is not None and not isinstance(meta, dict), "params._meta must be an object"),
+        (
+            version is not None and not (isinstance(version, str) and _header_safe(version)),
+            f"params._meta[{PROTOCOL_VERSION_META_KEY!r}] must be a protocol version string",
+        ),
+    )
+    return next((problem for failed, problem in problems if failed), None)
+
+
+def _header_safe(text: str) -> bool:
+    return text.isascii() and text.isprintable()
+
+
 def _not_a_request(message: Any) -> Message | None:
     """Answers from the host are dropped (the bridge asks nothing); anything else is invalid."""
     if isinstance(message, dict) and ("result" in message or "error" in message):
         return None
     request_id = message.get("id") if isinstance(message, dict) else None
-    return _error(request_id, -32600, "Invalid Request: one JSON-RPC message per line")
+    return _error(request_id, INVALID_REQUEST, "Invalid Request: one JSON-RPC message per line")
 
 
 @dataclass
@@ -98,14 +130,14 @@ class Bridge:
         if "id" not in message:
             return None  # notifications: none has a 2026-07-28 HTTP counterpart
         request_id = message["id"]
+        problem = _malformed(message)
+        if problem is not None:
+            return _error(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
         if method == "initialize":
             return await self._initialize(request_id, message.get("params") or {})
         if method in LOCAL_EMPTY_RESULTS:
             return {"jsonrpc": "2.0", "id": request_id, "result": {}}
-        try:
-            return await self._relay(message)
-        except BridgeError as exc:
-            return _error(request_id, UNREACHABLE, str(exc), {"url": self.url})
+        return await self._answer(message)
 
     async def _initialize(self, request_id: Any, params: dict[str, Any]) -> Message:
         """The 2025-era handshake, answered from the server's ``server/discover``."""
@@ -114,10 +146,7 @@ class Bridge:
         capabilities = params.get("capabilities")
         self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         discover = {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": {}}
-        try:
-            answer = await self._relay(discover)
-        except BridgeError as exc:
-            return _error(request_id, UNREACHABLE, str(exc), {"url": self.url})
+        answer = await self._answer(discover)
         if "result" not in answer:
             return answer
         found = answer["result"]
@@ -134,6 +163,13 @@ class Bridge:
         if found.get("instructions") is not None:
             result["instructions"] = found["instructions"]
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    async def _answer(self, message: Message) -> Message:
+        """The server's answer to ``message``, or the error telling why there is none."""
+        try:
+            return await self._relay(message)
+        except BridgeError as exc:
+            return _error(message["id"], UNREACHABLE, str(exc), {"url": self.url})
 
     def _enveloped(self, message: Message) -> Message:
         """``message`` with the 2026 ``_meta`` envelope, unless the host sent its own."""
@@ -190,7 +226,12 @@ async def serve_stdio(bridge: Bridge) -> None:
     writing = anyio.Lock()
 
     async def answer(message: Any) -> None:
-        reply = await bridge.handle(message)
+        try:
+            reply = await bridge.handle(message)
+        except Exception:  # one message's failure must not end the relay of all the others
+            logger.exception("%s: a message could not be relayed", PROG)
+            request_id = message.get("id") if isinstance(message, dict) else None
+            reply = _error(request_id, UNREACHABLE, f"{PROG}: the message could not be relayed")
         if reply is None:
             return
         line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

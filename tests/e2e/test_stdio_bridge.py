@@ -8,6 +8,7 @@ their schemas, the instructions and the envelopes are the server's own.
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import uuid
@@ -116,3 +117,35 @@ async def test_a_stopped_server_is_named_with_its_url(mode: Literal["legacy", "a
     with pytest.RaisesGroup(refusal, flatten_subgroups=True, allow_unwrapped=True):
         async with over_stdio(url, mode):
             pytest.fail("connected to a stopped server")
+
+
+async def test_a_malformed_message_is_answered_and_the_relay_goes_on(
+    server: ServerProcess,
+) -> None:
+    """One bad message from a host gets its error; the requests around it are still relayed."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": []}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    ]
+    command = [sys.executable, "-m", "expert_booking", "stdio", "--url", server.url]
+    async with await anyio.open_process(command) as bridge:
+        assert bridge.stdin is not None
+        assert bridge.stdout is not None
+        await bridge.stdin.send(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        answers: dict[int, dict[str, Any]] = {}
+        buffered = b""
+        with anyio.fail_after(60):
+            while len(answers) < len(lines):
+                buffered += await bridge.stdout.receive()
+                *complete, buffered = buffered.split(b"\n")
+                for line in complete:
+                    answer = json.loads(line)
+                    answers[answer["id"]] = answer
+        await bridge.stdin.aclose()
+        with anyio.fail_after(30):
+            assert await bridge.wait() == 0
+    assert answers[1]["error"]["code"] == -32600
+    assert "params must be an object" in answers[1]["error"]["message"]
+    assert answers[2]["error"]["code"] == -32600
+    assert [tool["name"] for tool in answers[3]["result"]["tools"]] == TOOLS

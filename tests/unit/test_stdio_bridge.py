@@ -12,6 +12,7 @@ from expert_booking.stdio_bridge import Bridge
 pytestmark = pytest.mark.anyio
 
 URL = "http://127.0.0.1:3000/mcp"
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 
 
 class Upstream:
@@ -155,3 +156,38 @@ async def test_what_is_not_a_request_is_invalid_and_host_answers_are_dropped() -
     answer = await bridge.handle([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
     assert answer is not None
     assert answer["error"]["code"] == -32600
+
+
+MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
+    "params as a list": ({"method": "tools/list", "params": [1]}, "params must be an object"),
+    "params as a string": ({"method": "tools/list", "params": "x"}, "params must be an object"),
+    "initialize with list params": (
+        {"method": "initialize", "params": [1]},
+        "params must be an object",
+    ),
+    "_meta as a list": (
+        {"method": "tools/list", "params": {"_meta": []}},
+        "params._meta must be an object",
+    ),
+    "a numeric protocol version": (
+        {"method": "tools/list", "params": {"_meta": {PROTOCOL_VERSION: 2026}}},
+        "protocol version string",
+    ),
+    "a protocol version with a line break": (
+        {"method": "tools/list", "params": {"_meta": {PROTOCOL_VERSION: "2026-07-28\r\nX: y"}}},
+        "protocol version string",
+    ),
+    "a method outside ASCII": ({"method": "tools/lïst"}, "method must be printable ASCII"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+async def test_a_request_that_cannot_be_relayed_is_invalid_and_never_posted(case: str) -> None:
+    message, words = MALFORMED[case]
+    upstream = Upstream(ok({}))
+    answer = await Bridge(URL, upstream).handle({"jsonrpc": "2.0", "id": 5, **message})
+    assert answer is not None
+    assert answer["id"] == 5
+    assert answer["error"]["code"] == -32600
+    assert words in answer["error"]["message"]
+    assert upstream.posted == []
