@@ -9,11 +9,13 @@ time it stamps is the proxy's send time, so the ordering a client can check star
 
 Everything else passes through untouched: method, raw path, query string, body and every request
 header in order, including ``Host`` and ``Origin`` (so DNS-rebinding checks still test the
-server). Only hop-by-hop headers (RFC 9110 section 7.6.1) are dropped, in both directions, and
-optional whitespace around a request header value is not re-sent (RFC 9110 section 5.5: it is not
-part of the value; the HTTP/1.1 client library refuses to send it). A server's own handling of
-such whitespace therefore has to be probed directly, not through this proxy. The
-response streams back with its status and headers; uvicorn adds no ``date``/``server`` header.
+server; a ``Connection`` header nominating either is refused with 400, as dropping it would
+defeat those checks). Only hop-by-hop headers (RFC 9110 section 7.6.1) are dropped, in both
+directions, and optional whitespace around a request header value is not re-sent (RFC 9110
+section 5.5: it is not part of the value; the HTTP/1.1 client library refuses to send it). A
+server's own handling of such whitespace therefore has to be probed directly, not through this
+proxy. The response streams back with its status and headers; uvicorn adds no
+``date``/``server`` header.
 
 Usage (the conformance harness and the tests run the same class in a thread)::
 
@@ -57,6 +59,12 @@ HOP_BY_HOP: Final = frozenset(
     }
 )
 """Headers that describe one connection, not the message (RFC 9110 section 7.6.1)."""
+
+CHECKED_END_TO_END: Final = frozenset({b"host", b"origin"})
+"""Headers the server's DNS-rebinding checks read: a request whose ``Connection`` nominates one
+is refused (400), not forwarded without it. Dropped, ``Host`` would become the upstream's and a
+missing ``Origin`` reads as no browser, so the checks would pass what they refuse directly
+(RFC 9110 section 7.6.1 forbids nominating a field meant for every recipient anyway)."""
 
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 """Bodies up to this size are forwarded (the server itself answers 413 above 32 KiB)."""
@@ -129,6 +137,9 @@ class ProxyApp:
             return
         incoming: list[tuple[bytes, bytes]] = list(scope["headers"])
         drop = _hop_by_hop(incoming)
+        if drop & CHECKED_END_TO_END:
+            await _plain(send, 400, b"proxy: Connection must not nominate Host or Origin")
+            return
         # RFC 9110 section 5.5: leading/trailing whitespace (OWS) is not part of a field value,
         # and h11 refuses to serialise it; the value itself is forwarded byte for byte.
         headers = [

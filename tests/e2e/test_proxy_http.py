@@ -1,0 +1,63 @@
+"""``proxy`` over raw sockets: the server's Host and Origin checks hold through it.
+
+The proxy forwards ``Host`` and ``Origin`` exactly as received, so the server judges them. A
+``Connection`` header nominating either would have made the proxy drop it as hop-by-hop: the
+upstream's own name then filled ``Host`` and a missing ``Origin`` reads as no browser, so a
+request the server refuses directly passed through the proxy (security audit F3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from expert_booking.proxy import StampingProxy
+from expert_booking.testing.server_process import ServerProcess
+from tests.e2e.rawhttp import RawResponse, enveloped, exchange, now_stamp, request, stamped_headers
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def proxy_port() -> Iterator[int]:
+    with ServerProcess() as server, StampingProxy.running(server.url) as proxy:
+        yield int(proxy.url.removesuffix("/mcp").rsplit(":", 1)[1])
+
+
+def _discover(port: int, *, host: str | None = None, **headers: str) -> RawResponse:
+    stamp = now_stamp()
+    data = request(
+        "/mcp",
+        enveloped("server/discover", {}, stamp),
+        headers={**stamped_headers(stamp, "server/discover"), **headers},
+        host=host or f"127.0.0.1:{port}",
+    )
+    response = exchange(port, data)
+    assert response is not None
+    return response
+
+
+def test_a_request_through_the_proxy_is_served(proxy_port: int) -> None:
+    assert _discover(proxy_port).status == 200
+
+
+def test_the_server_still_judges_host_and_origin_through_the_proxy(proxy_port: int) -> None:
+    assert _discover(proxy_port, host="rebound.example").status == 421
+    assert _discover(proxy_port, Origin="http://rebound.example").status == 403
+
+
+@pytest.mark.parametrize(
+    ("nominated", "headers"),
+    [
+        ("host", {"host": "rebound.example"}),
+        ("Origin", {"Origin": "http://rebound.example"}),
+        ("keep-alive, HOST", {"host": "rebound.example"}),
+    ],
+)
+def test_a_connection_header_nominating_host_or_origin_is_refused(
+    proxy_port: int, nominated: str, headers: dict[str, str]
+) -> None:
+    response = _discover(proxy_port, Connection=nominated, **headers)
+    assert response.status == 400
+    assert response.headers["content-type"].startswith("text/plain")  # the proxy's, not JSON-RPC
