@@ -185,3 +185,39 @@ def test_the_sandbox_refuses_a_non_loopback_bind_address(tmp_path: Path) -> None
     with pytest.raises(ServerStartError, match="--host must be a loopback address"):
         sandbox.start()
     assert sys.executable
+
+
+async def call_logical(pair: Pair, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    call = {"name": name, "arguments": arguments, "requestSpanId": str(uuid.uuid4())}
+    async with open_client(pair.server.url) as client:
+        result = await client.call_tool("tool_catalog.call", call)
+    envelope: dict[str, Any] | None = result.structured_content
+    assert envelope is not None
+    return envelope
+
+
+async def test_a_cancelled_booking_can_no_longer_be_paid_on_the_page(pair: Pair) -> None:
+    """Money paid for a released booking would confirm nothing (agent audit finding 2)."""
+    booking = await hold(pair, "slot-fin-002")
+    cancelled = await call_logical(
+        pair,
+        "booking.cancel_booking",
+        {
+            "bookingId": booking["bookingId"],
+            "expectedVersion": booking["version"],
+            "idempotencyKey": str(uuid.uuid4()),
+        },
+    )
+    assert cancelled["data"]["status"] == "CANCELLED", cancelled
+    page = httpx2.get(booking["paymentPageUrl"])
+    assert page.status_code == 200
+    assert "This booking is CANCELLED: it can no longer be paid." in page.text
+    assert 'value="pay"' not in page.text
+    for action in ("pay", "fail", "close"):
+        refused = httpx2.post(booking["paymentPageUrl"], data={"action": action})
+        assert refused.status_code == 409
+        assert "can no longer be paid" in refused.text
+    answer = httpx2.get(f"{pair.sandbox.url}/payments/{booking['bookingId']}").json()
+    assert (answer["status"], answer["paidAt"]) == ("PENDING", None)
+    mailbox = httpx2.get(f"{pair.sandbox.url}/mailbox", headers={"accept": "application/json"})
+    assert booking["bookingId"] not in mailbox.text

@@ -4,12 +4,18 @@
   an unknown booking.
 - ``GET /pay/{bookingId}``: the payment page (booking, expert, time, amount, currency, status).
 - ``POST /pay/{bookingId}``: form field ``action`` = ``pay`` / ``fail`` / ``close``; 303 back.
+  Only while the booking is held and its hold has not run out (the sandbox's clock): a pending
+  payment of a released, cancelled or final booking changes no more (409, the page says why),
+  so nobody pays for a booking that can no longer be confirmed.
 - ``GET /mailbox``: the mailbox page; ``Accept: application/json`` gives ``{"messages": [...]}``
   (the ledger's mailbox entries, newest first).
 
 Only loopback: the command refuses another bind address, every request must name a loopback
 ``Host`` (421 otherwise) and a form post with an ``Origin`` must come from the sandbox itself
-(403 otherwise), so a web page elsewhere cannot pay for the user.
+(403 otherwise), so a web page elsewhere cannot pay for the user. A post without ``Origin`` (a
+program, as ``demo`` plays the person) is served: the sandbox stands in for a payment provider,
+which would authenticate the payer; it cannot tell a person from a program, and a booking id is
+all it asks (an unguessable one, as a payment link is).
 """
 
 from __future__ import annotations
@@ -32,7 +38,12 @@ from expert_booking.domain.model import format_instant
 from expert_booking.ports import Clock
 from expert_booking.sandbox import pages
 from expert_booking.sandbox.bookings import BookingReader
-from expert_booking.sandbox.ledger import Ledger, LedgerError, PaymentAlreadyFinalError
+from expert_booking.sandbox.ledger import (
+    PENDING,
+    Ledger,
+    LedgerError,
+    PaymentAlreadyFinalError,
+)
 from expert_booking.settings import is_loopback_host
 
 RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
@@ -143,7 +154,14 @@ async def payment_page(
         notice = pages.result_notice(language, payment)
     elif request.query_params.get("already"):
         notice = pages.already_final_notice(language, payment.status)
-    return sandbox.html(pages.payment_page(language, booking, payment, notice), language)
+    page = pages.payment_page(
+        language,
+        booking,
+        payment,
+        notice,
+        open_for_payment=booking.open_for_payment(sandbox.clock.now()),
+    )
+    return sandbox.html(page, language)
 
 
 @post("/pay/{booking_id:str}", status_code=303)
@@ -159,7 +177,14 @@ async def change_payment(
         return sandbox.not_found(_language(request), booking_id)
     if status is None:
         return Response("unknown action: use pay, fail or close", status_code=400)
-    at = format_instant(sandbox.clock.now())
+    now = sandbox.clock.now()
+    payment = sandbox.ledger.payment(booking_id)
+    if payment.status == PENDING and not booking.open_for_payment(now):
+        # 409 with the page itself: a browser shows why, a program reads the status.
+        language = _language(request)
+        page = pages.payment_page(language, booking, payment, open_for_payment=False)
+        return sandbox.html(page, language, 409)
+    at = format_instant(now)
     try:
         await anyio.to_thread.run_sync(
             partial(

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Final
+
+from expert_booking.domain.model import parse_instant
+
+HELD: Final = "HELD"
 
 _BOOKING_SQL: Final = """
 SELECT b.booking_id, b.status, b.starts_at, b.ends_at, b.expires_at,
@@ -34,6 +39,15 @@ class BookingView:
     currency: str
     expert_name: str
     specialty: str
+
+    def open_for_payment(self, now: datetime) -> bool:
+        """Whether the person may still pay (or fail or close) this booking's payment.
+
+        Only while the booking is held and its hold has not run out, as a checkout session
+        ends with the order it is for: money paid for a released, cancelled or final booking
+        would confirm nothing.
+        """
+        return self.status == HELD and now < parse_instant(self.expires_at)
 
 
 class BookingReader:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any, Final
 
-from expert_booking.sandbox.bookings import BookingView
+from expert_booking.sandbox.bookings import HELD, BookingView
 from expert_booking.sandbox.ledger import PENDING, Payment
 
 LANGUAGES: Final = ("en", "zh", "de")
@@ -32,6 +32,9 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "result": "The payment is now {status}.",
         "already": "This payment is already {status}; it cannot change again.",
         "paid_next": "Go back to your assistant: it can now confirm the booking.",
+        "hold_expired": "The hold on this booking ran out at {at} (UTC): it can no longer be "
+        "paid. Go back to your assistant to book again.",
+        "booking_ended": "This booking is {status}: it can no longer be paid.",
         "not_found": "No booking {booking} in {db}. Is serve using the same database (--db)?",
         "mailbox": "Mailbox",
         "empty": "No messages yet.",
@@ -56,6 +59,8 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "result": "支付状态现为：{status}。",
         "already": "此笔支付已是 {status}，不能再更改。",
         "paid_next": "请回到您的助手：现在可以确认预订了。",
+        "hold_expired": "此预订的保留已于 {at}（UTC）到期，无法再支付。请回到您的助手重新预订。",
+        "booking_ended": "此预订状态为 {status}，无法再支付。",
         "not_found": "{db} 中没有预订 {booking}。serve 是否使用同一个数据库（--db）？",
         "mailbox": "消息箱",
         "empty": "暂无消息。",
@@ -80,6 +85,9 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "result": "Die Zahlung ist jetzt {status}.",
         "already": "Diese Zahlung ist bereits {status} und kann sich nicht mehr ändern.",
         "paid_next": "Zurück zu Ihrem Assistenten: Er kann die Buchung jetzt bestätigen.",
+        "hold_expired": "Die Reservierung dieser Buchung ist um {at} (UTC) abgelaufen: Sie kann "
+        "nicht mehr bezahlt werden. Gehen Sie zu Ihrem Assistenten zurück, um neu zu buchen.",
+        "booking_ended": "Diese Buchung ist {status}: Sie kann nicht mehr bezahlt werden.",
         "not_found": "Keine Buchung {booking} in {db}. Nutzt serve dieselbe Datenbank (--db)?",
         "mailbox": "Postfach",
         "empty": "Noch keine Nachrichten.",
@@ -136,10 +144,21 @@ def status_word(language: str, status: str) -> str:
 
 
 def payment_page(
-    language: str, booking: BookingView, payment: Payment, notice: str | None = None
+    language: str,
+    booking: BookingView,
+    payment: Payment,
+    notice: str | None = None,
+    *,
+    open_for_payment: bool = True,
 ) -> str:
-    """The payment page of one booking: details, status, and Pay / Fail / Close while PENDING."""
+    """The payment page of one booking: details, status, and Pay / Fail / Close while PENDING.
+
+    A pending payment whose booking is no longer open for payment (``open_for_payment``) gets
+    no buttons, and the page says why (:func:`unpayable_notice`) unless ``notice`` says more.
+    """
     text = TEXT[language]
+    if payment.status == PENDING and not open_for_payment:
+        notice = notice or unpayable_notice(language, booking)
     rows = [
         (text["booking"], booking.booking_id),
         (text["expert"], f"{booking.expert_name} ({booking.specialty})"),
@@ -159,7 +178,7 @@ def payment_page(
     ]
     if notice:
         body.append(f'<p class="notice" id="notice">{escape(notice)}</p>')
-    if payment.status == PENDING:
+    if payment.status == PENDING and open_for_payment:
         buttons = "".join(
             f'<button type="submit" name="action" value="{action}" id="{action}">'
             f"{escape(text[action])}</button>"
@@ -175,6 +194,14 @@ def result_notice(language: str, payment: Payment) -> str:
     text = TEXT[language]
     notice = text["result"].format(status=status_word(language, payment.status))
     return f"{notice} {text['paid_next']}" if payment.status == "PAID" else notice
+
+
+def unpayable_notice(language: str, booking: BookingView) -> str:
+    """Why a booking can no longer be paid: its hold ran out, or it has another status."""
+    text = TEXT[language]
+    if booking.status == HELD:
+        return text["hold_expired"].format(at=booking.expires_at)
+    return text["booking_ended"].format(status=booking.status)
 
 
 def already_final_notice(language: str, status: str) -> str:

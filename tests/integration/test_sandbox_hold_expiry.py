@@ -1,0 +1,70 @@
+"""The payment sandbox by its own clock: a hold that ran out can no longer be paid.
+
+The booking is a real hold in a real server's database (the sandbox reads it as it does in
+use); the sandbox app runs in process with a clock a test moves past ``expiresAt``, so the
+booking is still stored ``HELD`` (no transaction released it yet) but its hold is over.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from expert_booking.client import open_client
+from expert_booking.domain.model import parse_instant
+from expert_booking.sandbox.app import build_sandbox_app
+from expert_booking.sandbox.ledger import Ledger
+from expert_booking.testing.server_process import ServerProcess
+from tests.fakes import MutableClock
+
+pytestmark = pytest.mark.anyio
+
+SANDBOX = "http://127.0.0.1:3100"
+
+
+async def _hold(server: ServerProcess) -> dict[str, Any]:
+    call = {
+        "name": "booking.hold_slot",
+        "arguments": {
+            "slotId": "slot-ai-002",
+            "customer": {"name": "Li Hua", "email": "li@example.com"},
+            "idempotencyKey": str(uuid.uuid4()),
+        },
+        "requestSpanId": str(uuid.uuid4()),
+    }
+    async with open_client(server.url) as client:
+        result = await client.call_tool("tool_catalog.call", call)
+    assert result.structured_content is not None
+    assert result.structured_content["ok"], result.structured_content
+    booking: dict[str, Any] = result.structured_content["data"]
+    return booking
+
+
+async def test_a_hold_that_ran_out_is_not_payable_though_still_stored_held(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "expert-booking.db"
+    with ServerProcess(db_path=database) as server:
+        booking = await _hold(server)
+    expires = parse_instant(booking["expiresAt"])
+    clock = MutableClock(expires - timedelta(seconds=1))
+    app = build_sandbox_app(database, Ledger(tmp_path / "ledger.json"), clock=clock)
+    page_url = f"{SANDBOX}/pay/{booking['bookingId']}"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as http:
+        open_page = await http.get(page_url)
+        assert 'value="pay"' in open_page.text
+        clock.set(expires)  # the hold ends at expiresAt itself
+        closed = await http.get(page_url, headers={"accept-language": "de"})
+        assert "abgelaufen" in closed.text
+        assert booking["expiresAt"] in closed.text
+        assert 'value="pay"' not in closed.text
+        refused = await http.post(page_url, data={"action": "pay"})
+        assert refused.status_code == 409
+        assert "ran out" in refused.text
+        answer = (await http.get(f"{SANDBOX}/payments/{booking['bookingId']}")).json()
+        assert answer["status"] == "PENDING"
