@@ -397,6 +397,10 @@ def test_read_page_reports_position_and_how_to_continue(catalog: ToolCatalog) ->
     assert whole["truncated"] is False
     assert whole["omittedLines"] == 0
     assert "whole document" in whole["continuation"]
+    for final in (last, whole):  # how to check the joined pages against sha256
+        assert final["continuation"].endswith(
+            "sha256 covers all lines joined by newlines, with a final newline."
+        )
 
 
 def test_reading_past_the_end_gives_an_empty_page_that_says_so(catalog: ToolCatalog) -> None:

@@ -95,3 +95,16 @@ def test_no_error_is_raised_with_camel_case_details_behind_the_edge() -> None:
     for module in (errors, rules, conflicts, services, sqlite_transaction):
         text = Path(module.__file__ or "").read_text(encoding="utf-8")
         assert re.findall(r"\b[a-z]+[A-Z]\w*=", text) == [], module.__name__
+
+
+def test_recovery_sentences_lead_an_agent_the_right_way_on_audited_codes() -> None:
+    """Followed literally, these sent agents astray (agent audit findings 1, 3, 4, 5)."""
+    expired = ERROR_TEXTS[ErrorCode.BOOKING_EXPIRED].recovery
+    assert "do not ask them to pay for it again" in expired  # a paid person is owed a refund
+    assert "refund" in expired
+    rejected = ERROR_TEXTS[ErrorCode.HUMAN_APPROVAL_REJECTED]
+    assert "booking" not in rejected.message  # a rejected cancel leaves the booking as it was
+    assert "cancellation or reschedule" in rejected.recovery
+    conflict = ERROR_TEXTS[ErrorCode.VERSION_CONFLICT].recovery
+    assert "act on its status" in conflict  # a final or already confirmed booking: no approval
+    assert "query" not in ERROR_TEXTS[ErrorCode.INVALID_CURSOR].recovery.split("(")[0]

@@ -375,5 +375,9 @@ def _continuation(offset: int, end: int, total: int, limit: int) -> str:
     if end < total:
         return f"{shown} Call tool_catalog.read with offset {end} and limit {limit} to continue."
     if offset == 0:
-        return f"{shown} This is the whole document; nothing is left to read."
-    return f"{shown} End of document; lines 0-{offset - 1} are on the earlier pages."
+        return f"{shown} This is the whole document; nothing is left to read.{_DIGEST_RULE}"
+    return f"{shown} End of document; lines 0-{offset - 1} are on the earlier pages.{_DIGEST_RULE}"
+
+
+# An agent checking the pages it joined gets a false mismatch without the final newline.
+_DIGEST_RULE = " sha256 covers all lines joined by newlines, with a final newline."

@@ -33,8 +33,8 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ),
     ErrorCode.INVALID_CURSOR: ErrorText(
         message="The cursor is malformed or belongs to a different query.",
-        recovery="Repeat the search without a cursor, or pass the cursor only with the exact "
-        "query it was returned for.",
+        recovery="Repeat the call without a cursor, or pass a cursor only with exactly the "
+        "arguments (query or filters) of the call that returned it.",
     ),
     ErrorCode.TOOL_NOT_FOUND: ErrorText(
         message="No logical tool has this name.",
@@ -50,20 +50,25 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ),
     ErrorCode.SLOT_UNAVAILABLE: ErrorText(
         message="The slot is already held or booked, or has started.",
-        recovery="Another booking holds or owns this slot, or it has started; offer the user "
+        recovery="A booking holds or owns this slot (maybe an earlier hold of this user's: "
+        "see booking.list_bookings), or it has started; offer the user "
         "the free slots in details.alternatives (best first; another caller may take one "
         "first), or search again. Hold the chosen slotId; for a reschedule, send it as "
         "newSlotId instead.",
     ),
     ErrorCode.BOOKING_EXPIRED: ErrorText(
         message="The hold expired and the slot was released.",
-        recovery="The hold ran out and the slot was released; hold a slot again with a new "
-        "idempotencyKey and ask the user for a new approval.",
+        recovery="The hold ran out and the slot was released; nothing was confirmed. If the "
+        "person already paid for this booking, do not ask them to pay for it again: tell them "
+        "it was not confirmed and a refund is owed (support). To book, hold a slot again with "
+        "a new idempotencyKey and ask the user for a new approval.",
     ),
     ErrorCode.VERSION_CONFLICT: ErrorText(
         message="The booking's version differs from expectedVersion.",
-        recovery="The booking changed; read it with booking.get_booking, show the current "
-        "state to the user and obtain a new approval for the new version.",
+        recovery="The booking changed since expectedVersion; this call did nothing. Read it "
+        "with booking.get_booking and act on its status: already as wanted (say CONFIRMED by "
+        "an earlier call), stop; final, tell the user; else retry with the current version "
+        "and, if the action needs one, a new approval of the current intent.",
     ),
     ErrorCode.IDEMPOTENCY_CONFLICT: ErrorText(
         message="This idempotencyKey was used before with different arguments.",
@@ -103,8 +108,9 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
         "send their approval as humanApproval.",
     ),
     ErrorCode.HUMAN_APPROVAL_REJECTED: ErrorText(
-        message="The person rejected this booking.",
-        recovery="The user rejected this booking; do not confirm it. Ask what they want instead.",
+        message="The person rejected the action they were asked to approve.",
+        recovery="The user rejected this action (a confirmation, cancellation or reschedule); "
+        "this call changed nothing. Do not retry it; ask the user what they want instead.",
     ),
     ErrorCode.HUMAN_APPROVAL_EXPIRED: ErrorText(
         message="The approval is not fresh (too old, dated in the future, or dated before "
