@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from collections.abc import Iterator
@@ -221,3 +222,21 @@ async def test_a_cancelled_booking_can_no_longer_be_paid_on_the_page(pair: Pair)
     assert (answer["status"], answer["paidAt"]) == ("PENDING", None)
     mailbox = httpx2.get(f"{pair.sandbox.url}/mailbox", headers={"accept": "application/json"})
     assert booking["bookingId"] not in mailbox.text
+
+
+def test_a_database_that_is_not_sqlite_is_no_booking_and_a_logged_warning(
+    tmp_path: Path,
+) -> None:
+    """It was a bare 500 with nothing logged (operator audit)."""
+    damaged = tmp_path / "expert-booking.db"
+    damaged.write_bytes(b"this is not a SQLite database, only some text" * 100)
+    with ServerProcess(
+        command=SANDBOX_COMMAND, db_path=damaged, ready_line=SANDBOX_READY_LINE
+    ) as sandbox:
+        answer = httpx2.get(f"{sandbox.url}/payments/booking-x")
+        assert answer.status_code == 404
+        assert httpx2.get(f"{sandbox.url}/pay/booking-x").status_code == 404
+        line = sandbox.wait_for_stderr(lambda text: "cannot read bookings" in text, timeout=10)
+    record = json.loads(line)
+    assert record["level"] == "WARNING"
+    assert str(damaged) in record["message"]

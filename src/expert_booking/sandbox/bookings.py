@@ -8,6 +8,7 @@ unknown id is simply "no such booking": the sandbox may start before the server.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Final
 
 from expert_booking.domain.model import parse_instant
+
+logger = logging.getLogger("expert_booking.sandbox")
 
 HELD: Final = "HELD"
 
@@ -67,6 +70,9 @@ class BookingReader:
             row = connection.execute(_BOOKING_SQL, (booking_id,)).fetchone()
         except sqlite3.OperationalError:
             return None  # not (yet) a migrated booking database
+        except sqlite3.DatabaseError as exc:  # not SQLite at all, or damaged: say so, once a read
+            logger.warning("cannot read bookings from %s: %s", self.db_path, exc)
+            return None
         finally:
             connection.close()
         return None if row is None else BookingView(*row)
