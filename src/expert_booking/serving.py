@@ -7,6 +7,7 @@ down and announcing readiness.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import logging
@@ -15,7 +16,8 @@ import resource
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Generator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Final
 
@@ -60,6 +62,21 @@ class _AnnouncingServer(uvicorn.Server):
         super().__init__(config)
         self._ready_line = ready_line
 
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        """Uvicorn's SIGTERM/SIGINT handling, and SIGHUP's the same graceful way when heard.
+
+        Killed by a hangup's default action, requests in flight would be cut off unanswered.
+        """
+        heard = threading.current_thread() is threading.main_thread() and _hangup_heard()
+        previous = signal.signal(signal.SIGHUP, self.handle_exit) if heard else None
+        try:
+            with super().capture_signals():
+                yield
+        finally:
+            if heard:
+                signal.signal(signal.SIGHUP, signal.SIG_DFL if previous is None else previous)
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if not self.started:
@@ -79,7 +96,7 @@ class _AnnouncingServer(uvicorn.Server):
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
-    """End the process with status 0 on SIGTERM/SIGINT outside uvicorn's own handling.
+    """End the process with status 0 on a stop signal outside uvicorn's own handling.
 
     That is before serving starts, and when uvicorn re-raises the signal after its graceful
     shutdown (it restores the previous handler, this one, and raises the signal again).
@@ -98,9 +115,19 @@ def graceful_shutdown_seconds(settings: Settings) -> int:
 
 
 def exit_cleanly_on_signals() -> None:
-    """SIGTERM and SIGINT end the process with status 0 (see :func:`_exit_cleanly`)."""
+    """SIGTERM, SIGINT and SIGHUP end the process with status 0 (see :func:`_exit_cleanly`).
+
+    SIGHUP (the terminal or SSH session closed) only when it is not ignored: under ``nohup``
+    the server keeps running, as that operator asked.
+    """
     signal.signal(signal.SIGTERM, _exit_cleanly)
     signal.signal(signal.SIGINT, _exit_cleanly)
+    if _hangup_heard():
+        signal.signal(signal.SIGHUP, _exit_cleanly)
+
+
+def _hangup_heard() -> bool:
+    return signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN
 
 
 def serve(
@@ -114,7 +141,7 @@ def serve(
     warnings: Sequence[str] = (),
     limits: Settings | None = None,
 ) -> int:
-    """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until SIGTERM/SIGINT; 0.
+    """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until a stop signal; 0.
 
     uvloop when installed, uvicorn's httptools protocol with the ``HTTP_*`` bounds of
     ``limits`` (default settings) (:class:`~expert_booking.edge.http_limits.BoundedHttpProtocol`),
@@ -161,7 +188,7 @@ def serve(
     )
     for warning in warnings:
         logging.getLogger("expert_booking.serve").warning(warning)
-    # uvicorn handles SIGTERM/SIGINT while serving: stop accepting, finish in-flight requests,
-    # run the lifespan shutdown (closing the store and HTTP clients), then return here.
+    # uvicorn handles SIGTERM/SIGINT (and SIGHUP, above) while serving: stop accepting, finish
+    # in-flight requests, run the lifespan shutdown (closing the store and HTTP clients), return.
     _AnnouncingServer(config, ready_line).run(sockets=[bound])
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -188,7 +189,9 @@ async def test_disagreeing_client_timestamps_get_400_mismatch(http: httpx2.Async
     assert other not in response.text
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "stop_signal", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name
+)
 def test_the_server_exits_cleanly_on_a_signal_and_leaves_nothing_behind(
     stop_signal: signal.Signals,
 ) -> None:
@@ -200,3 +203,25 @@ def test_the_server_exits_cleanly_on_a_signal_and_leaves_nothing_behind(
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert not db_dir.exists()
+
+
+HANGUP_WINDOW_SECONDS = 1.5
+
+
+def test_a_hangup_under_nohup_leaves_the_server_running() -> None:
+    """``nohup`` ignores SIGHUP for its command; the server must not undo that."""
+
+    def ignore_hangup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    with ServerProcess(preexec=ignore_hangup) as server:
+        os.kill(server.pid, signal.SIGHUP)
+        # The absence of an exit needs a window: a heard hangup ends an idle server in ~0.1 s.
+        with pytest.raises(subprocess.TimeoutExpired):
+            server.wait(timeout=HANGUP_WINDOW_SECONDS)
+        response = httpx2.post(
+            server.url, content=json.dumps(DISCOVER).encode(), headers=headers(), timeout=10
+        )
+        assert response.status_code == 200
+        os.kill(server.pid, signal.SIGTERM)
+        assert server.wait() == 0
