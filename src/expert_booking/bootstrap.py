@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import ssl
 import time
@@ -15,12 +14,8 @@ from opentelemetry import trace
 
 from expert_booking.access.tool_switches import ToolSwitchWatcher
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.adapters.jwks import REFETCH_INTERVAL_SECONDS, JwksCache
-from expert_booking.adapters.jwt_verifier import (
-    JwtAccessTokenVerifier,
-    RefusalReason,
-    VerifierPolicy,
-)
+from expert_booking.adapters.jwks import JwksCache
+from expert_booking.adapters.jwt_verifier import JwtAccessTokenVerifier, VerifierPolicy
 from expert_booking.adapters.payments_http import HttpPaymentQuery
 from expert_booking.adapters.quota_memory import InProcessQuotaCounter
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
@@ -131,13 +126,7 @@ def bearer_auth(settings: Settings, clock: Clock) -> tuple[BearerAuth, httpx.Asy
     )
     verifier = JwtAccessTokenVerifier(policy, keys, clock)
     metadata = ResourceMetadata(resource=policy.resource, authorization_servers=(policy.issuer,))
-    gate = BearerAuth(
-        verifier,
-        metadata,
-        unjudged=frozenset({RefusalReason.KEYS_UNAVAILABLE}),
-        retry_after_seconds=math.ceil(REFETCH_INTERVAL_SECONDS),
-    )
-    return gate, http
+    return BearerAuth(verifier, metadata), http
 
 
 def build_asgi_app(

@@ -22,11 +22,7 @@ names the scope *this* request needs and echoes its JSON-RPC id:
   (the reason, e.g. ``EXPIRED``, goes only to the refusal line);
 - ``Authorization`` sent twice → 400 ``error="invalid_request"``;
 - a valid token without the scope → 403 ``error="insufficient_scope", scope="…",
-  resource_metadata="…"`` (an OAuth client steps up on it), ``INSUFFICIENT_SCOPE``;
-- a token the checker cannot judge now (one of ``BearerAuth``'s ``unjudged`` reasons: no
-  signing key could be fetched) → 503 with ``Retry-After``, ``AUTHORIZATION_UNAVAILABLE``.
-  A 401 would tell the client to throw a good token away and authorize again, in a loop
-  for as long as the authorization server is unreachable.
+  resource_metadata="…"`` (an OAuth client steps up on it), ``INSUFFICIENT_SCOPE``.
 
 An admitted request carries its principal ``(iss, sub)`` in ``scope[SCOPE_PRINCIPAL]`` (the
 ``CallContext`` reads it) and loses its ``Authorization`` header: the token goes no further
@@ -44,7 +40,7 @@ from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
 from mcp.shared.auth import ProtectedResourceMetadata
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types import INVALID_REQUEST
 from starlette.routing import Route
 from starlette.types import ASGIApp, Scope
 
@@ -62,8 +58,6 @@ AUTHENTICATION_REQUIRED: Final = "AUTHENTICATION_REQUIRED"
 INVALID_TOKEN: Final = "INVALID_TOKEN"  # noqa: S105 - an error code, no secret
 INSUFFICIENT_SCOPE: Final = "INSUFFICIENT_SCOPE"
 """``data.code`` of the 401 without a token, the 401 with a refused one, and the 403."""
-AUTHORIZATION_UNAVAILABLE: Final = "AUTHORIZATION_UNAVAILABLE"
-"""``data.code`` of the 503: the token could not be judged now (its keys are unreachable)."""
 
 _AUTHORIZATION: Final = b"authorization"
 
@@ -126,30 +120,13 @@ def needed_scope(decoded: Any) -> str:
 class BearerAuth:
     """Authenticates and authorizes one /mcp request (see the module docstring)."""
 
-    __slots__ = ("_checker", "_metadata", "_metadata_url", "_retry_after", "_unjudged")
+    __slots__ = ("_checker", "_metadata", "_metadata_url")
 
-    def __init__(
-        self,
-        checker: TokenChecker,
-        metadata: ResourceMetadata,
-        *,
-        unjudged: frozenset[str] = frozenset(),
-        retry_after_seconds: int = 10,
-    ) -> None:
-        """Check tokens with ``checker``; challenges point to ``metadata``.
-
-        Args:
-            checker: the token verifier.
-            metadata: what the challenges name.
-            unjudged: the checker's reasons that say nothing of the token, only that it
-                could not be judged now (503, not 401).
-            retry_after_seconds: the 503's ``Retry-After`` (when the checker may try again).
-        """
+    def __init__(self, checker: TokenChecker, metadata: ResourceMetadata) -> None:
+        """Check tokens with ``checker``; challenges point to ``metadata``."""
         self._checker = checker
         self._metadata = metadata
         self._metadata_url = metadata.metadata_url
-        self._unjudged = unjudged
-        self._retry_after = retry_after_seconds
 
     @property
     def metadata(self) -> ResourceMetadata:
@@ -179,8 +156,6 @@ class BearerAuth:
             return self._challenge(401, None, needed, request_id, "NO_BEARER_TOKEN")
         access = await self._checker.verify_or_refusal(token)
         if isinstance(access, str):
-            if access in self._unjudged:
-                return self._unavailable(request_id, access)
             return self._challenge(401, "invalid_token", needed, request_id, access)
         claims = access.claims or {}
         principal = Principal(issuer=str(claims.get("iss", "")), subject=access.subject or "")
@@ -196,25 +171,6 @@ class BearerAuth:
         scope[SCOPE_PRINCIPAL] = principal
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != _AUTHORIZATION]
         return None
-
-    def _unavailable(self, request_id: Any, detail: str) -> Refusal:
-        return Refusal(
-            503,
-            INTERNAL_ERROR,
-            "The access token cannot be checked now: this server cannot reach its "
-            "authorization server's signing keys",
-            AUTHORIZATION_UNAVAILABLE,
-            {
-                "code": AUTHORIZATION_UNAVAILABLE,
-                "retryAfterSeconds": self._retry_after,
-                "recovery": f"Retry the same request with the same token in "
-                f"{self._retry_after} seconds; the token was not judged invalid. If this "
-                "persists, tell the server's operator.",
-            },
-            request_id,
-            headers=((b"retry-after", str(self._retry_after).encode()),),
-            detail=detail,
-        )
 
     def _challenge(
         self,
