@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from collections import Counter
@@ -290,3 +291,33 @@ def test_two_authorization_headers_are_refused(
     token = auth_server.access_token(RESOURCE, "booking:read")
     response = send(server, SEARCH, token, authorization=[f"Bearer {token}"])
     assert_refused(response, 400, "invalid_request", "INVALID_AUTHORIZATION", "booking:read")
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released: connecting is refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_while_no_signing_key_can_be_fetched_a_token_is_401_and_the_log_says_why(
+    auth_server: AuthorizationServer,
+) -> None:
+    """Decided: 401 ``invalid_token``, not 503 (NOTES: a 503 would also reach tokens that fail
+    on their own claims, and a rotated key during an outage would still be a 401)."""
+    env = {
+        **os.environ,
+        "AUTH_MODE": "oauth",
+        "AUTH_ISSUER": auth_server.issuer,
+        "AUTH_JWKS_URL": f"http://127.0.0.1:{_closed_port()}/jwks",
+        "AUTH_RESOURCE": RESOURCE,
+        "REFUSAL_LOG_LINES_PER_SECOND": "100000",
+    }
+    token = auth_server.access_token(RESOURCE, "booking:read")
+    with ServerProcess(env=env) as unreachable:
+        before = snapshot(unreachable)
+        assert_refused(send(unreachable, SEARCH, token), 401, *INVALID, "booking:read")
+        line = new_line(unreachable, before, refusal(401, "INVALID_TOKEN"))["refusal"]
+        assert line["detail"] == "KEYS_UNAVAILABLE"
+        assert token not in json.dumps(line)
+        unreachable.wait_for_stderr(lambda text: "signing keys of" in text, timeout=10)
