@@ -153,21 +153,27 @@ class Settings:
 
     @property
     def host_allow_list(self) -> tuple[str, ...]:
-        """``ALLOWED_HOSTS`` in force: the default also allows the IP literal ``HOST`` binds.
+        """``ALLOWED_HOSTS`` in force: the default list also allows the IP literal ``HOST`` binds.
 
-        With ``HOST=127.0.0.2`` and no ``ALLOWED_HOSTS``, a client calling the address the
-        server listens on would otherwise get 421 on every request. An IP literal cannot be
-        rebound by DNS, so allowing it keeps the rebinding protection; a wildcard bind
-        (``0.0.0.0``, ``::``) names no address a client calls, and an ``ALLOWED_HOSTS`` the
-        operator set is used exactly as set.
+        With ``HOST=127.0.0.2`` and the default list, a client calling the address the server
+        listens on would otherwise get 421 on every request. An IP literal cannot be rebound by
+        DNS, so allowing it keeps the rebinding protection. "The default list" is judged by its
+        entries (in any order, as ``.env.example`` spells it); any other list is used exactly.
+        Nothing is added for a wildcard bind (``0.0.0.0``, ``::``: no address a client calls),
+        an IPv4-mapped or scoped IPv6 address (clients spell those differently in ``Host``).
         """
-        if self.allowed_hosts != LOOPBACK_NAMES:
+        if {host.strip().lower() for host in self.allowed_hosts} != set(LOOPBACK_NAMES):
             return self.allowed_hosts
         try:
             address = ipaddress.ip_address(self.host.removeprefix("[").removesuffix("]"))
         except ValueError:
             return self.allowed_hosts
-        literal = f"[{address}]" if isinstance(address, ipaddress.IPv6Address) else str(address)
+        if isinstance(address, ipaddress.IPv6Address):
+            if address.ipv4_mapped is not None or address.scope_id is not None:
+                return self.allowed_hosts
+            literal = f"[{address}]"
+        else:
+            literal = str(address)
         if address.is_unspecified or literal in self.allowed_hosts:
             return self.allowed_hosts
         return (*self.allowed_hosts, literal)

@@ -236,6 +236,8 @@ def test_every_variable_is_documented(document: str) -> None:
         ("localhost", ()),
         ("10.0.0.5", ("10.0.0.5",)),
         ("fd00::5", ("[fd00::5]",)),
+        ("::ffff:127.0.0.2", ()),  # IPv4-mapped: a client writes it otherwise
+        ("fe80::1%eth0", ()),  # scoped: a client writes %25eth0 (RFC 6874)
     ],
 )
 def test_the_default_host_list_adds_the_ip_literal_served(
@@ -248,3 +250,11 @@ def test_the_default_host_list_adds_the_ip_literal_served(
 def test_a_host_list_the_operator_set_is_kept_exactly() -> None:
     settings = Settings.from_env({"ALLOWED_HOSTS": "booking.example.com", "HOST": "10.0.0.5"})
     assert settings.host_allow_list == ("booking.example.com",)
+    narrower = Settings.from_env({"ALLOWED_HOSTS": "127.0.0.1,localhost", "HOST": "127.0.0.2"})
+    assert narrower.host_allow_list == ("127.0.0.1", "localhost")
+
+
+def test_the_default_list_in_another_order_or_case_is_still_the_default() -> None:
+    env = {"ALLOWED_HOSTS": "LOCALHOST,[::1],127.0.0.1", "HOST": "127.0.0.2"}
+    settings = Settings.from_env(env)
+    assert settings.host_allow_list == ("LOCALHOST", "[::1]", "127.0.0.1", "127.0.0.2")
