@@ -9,13 +9,13 @@ time it stamps is the proxy's send time, so the ordering a client can check star
 
 Everything else passes through untouched: method, raw path, query string, body and every request
 header in order, including ``Host`` and ``Origin`` (so DNS-rebinding checks still test the
-server; a ``Connection`` header nominating either is refused with 400, as dropping it would
-defeat those checks). Only hop-by-hop headers (RFC 9110 section 7.6.1) are dropped, in both
-directions, and optional whitespace around a request header value is not re-sent (RFC 9110
-section 5.5: it is not part of the value; the HTTP/1.1 client library refuses to send it). A
-server's own handling of such whitespace therefore has to be probed directly, not through this
-proxy. The response streams back with its status and headers; uvicorn adds no
-``date``/``server`` header.
+server; a ``Connection`` header nominating either, or a request without ``Host``, is refused
+with 400, as the upstream's own name would then pass those checks). Only hop-by-hop headers (RFC
+9110 section 7.6.1) are dropped, in both directions, and optional whitespace around a request
+header value is not re-sent (RFC 9110 section 5.5: it is not part of the value; the HTTP/1.1
+client library refuses to send it). A server's own handling of such whitespace therefore has to
+be probed directly, not through this proxy. The response streams back with its status and
+headers; uvicorn adds no ``date``/``server`` header.
 
 Usage (the conformance harness and the tests run the same class in a thread)::
 
@@ -139,6 +139,10 @@ class ProxyApp:
         drop = _hop_by_hop(incoming)
         if drop & CHECKED_END_TO_END:
             await _plain(send, 400, b"proxy: Connection must not nominate Host or Origin")
+            return
+        if not any(name.lower() == b"host" for name, _ in incoming):
+            # The HTTP client would fill in the upstream's own name, which the server allows.
+            await _plain(send, 400, b"proxy: the request must name its Host")
             return
         # RFC 9110 section 5.5: leading/trailing whitespace (OWS) is not part of a field value,
         # and h11 refuses to serialise it; the value itself is forwarded byte for byte.

@@ -88,13 +88,14 @@ def _malformed(message: Message) -> str | None:
     """
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    # Absent: the bridge adds its own. Sent, even as null: it becomes the version header.
+    version = meta.get(PROTOCOL_VERSION_META_KEY, "") if isinstance(meta, dict) else ""
     problems = (
         (not _header_safe(message["method"]), "method must be printable ASCII"),
         (params is not None and not isinstance(params, dict), "params must be an object"),
         (meta is not None and not isinstance(meta, dict), "params._meta must be an object"),
         (
-            version is not None and not (isinstance(version, str) and _header_safe(version)),
+            not (isinstance(version, str) and _header_safe(version)),
             f"params._meta[{PROTOCOL_VERSION_META_KEY!r}] must be a protocol version string",
         ),
     )

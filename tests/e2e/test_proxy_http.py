@@ -8,6 +8,7 @@ request the server refuses directly passed through the proxy (security audit F3)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -61,3 +62,19 @@ def test_a_connection_header_nominating_host_or_origin_is_refused(
     response = _discover(proxy_port, Connection=nominated, **headers)
     assert response.status == 400
     assert response.headers["content-type"].startswith("text/plain")  # the proxy's, not JSON-RPC
+
+
+def test_a_request_without_host_is_refused_not_given_the_upstreams_name(proxy_port: int) -> None:
+    stamp = now_stamp()
+    body = json.dumps(enveloped("server/discover", {}, stamp)).encode()
+    fields = {
+        **stamped_headers(stamp, "server/discover"),
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Content-Length": str(len(body)),
+    }
+    head = "POST /mcp HTTP/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    response = exchange(proxy_port, (head + "\r\n").encode() + body)
+    assert response is not None
+    assert response.status == 400
+    assert response.headers["content-type"].startswith("text/plain")

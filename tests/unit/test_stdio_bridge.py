@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 from typing import Any
 
 import httpx2
 import pytest
 
-from expert_booking.stdio_bridge import Bridge
+from expert_booking.stdio_bridge import Bridge, serve_stdio
 
 pytestmark = pytest.mark.anyio
 
@@ -178,6 +181,10 @@ MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
         "protocol version string",
     ),
     "a method outside ASCII": ({"method": "tools/lïst"}, "method must be printable ASCII"),
+    "a null protocol version": (
+        {"method": "tools/list", "params": {"_meta": {PROTOCOL_VERSION: None}}},
+        "protocol version string",
+    ),
 }
 
 
@@ -191,3 +198,31 @@ async def test_a_request_that_cannot_be_relayed_is_invalid_and_never_posted(case
     assert answer["error"]["code"] == -32600
     assert words in answer["error"]["message"]
     assert upstream.posted == []
+
+
+class _Failing(Bridge):
+    """A bridge whose relay of request 1 fails unexpectedly (a bug, not a refusal)."""
+
+    async def handle(self, message: Any) -> dict[str, Any] | None:
+        if message.get("id") == 1:
+            raise RuntimeError("boom")
+        return await super().handle(message)
+
+
+async def test_one_message_failing_unexpectedly_is_answered_and_the_others_still_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]
+    stdin = io.TextIOWrapper(io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in lines)))
+    stdout = io.TextIOWrapper(io.BytesIO())
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    await serve_stdio(_Failing(URL, Upstream(ok({}))))
+    written = stdout.buffer.getvalue().decode().splitlines()
+    answers = {answer["id"]: answer for answer in map(json.loads, written)}
+    assert answers[1]["error"]["code"] == -32603
+    assert "could not be relayed" in answers[1]["error"]["message"]
+    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
