@@ -107,4 +107,4 @@ def test_recovery_sentences_lead_an_agent_the_right_way_on_audited_codes() -> No
     assert "cancellation or reschedule" in rejected.recovery
     conflict = ERROR_TEXTS[ErrorCode.VERSION_CONFLICT].recovery
     assert "act on its status" in conflict  # a final or already confirmed booking: no approval
-    assert "query" not in ERROR_TEXTS[ErrorCode.INVALID_CURSOR].recovery.split("(")[0]
+    assert "(query or filters)" in ERROR_TEXTS[ErrorCode.INVALID_CURSOR].recovery  # list too

@@ -74,6 +74,11 @@ _RFC3339 = re.compile(
 )
 
 
+def hold_is_over(expires_at: datetime, now: datetime) -> bool:
+    """A hold ends at ``expires_at`` itself: from then on it is released, never confirmed."""
+    return now >= expires_at
+
+
 def parse_instant(text: str) -> datetime:
     """Parse an RFC 3339 date-time (``Z`` or an offset) into an aware UTC datetime.
 
@@ -319,4 +324,4 @@ class Booking:
 
     def is_overdue(self, now: datetime) -> bool:
         """A hold whose ``expires_at`` has been reached must be released."""
-        return self.status is BookingStatus.HELD and now >= self.expires_at
+        return self.status is BookingStatus.HELD and hold_is_over(self.expires_at, now)

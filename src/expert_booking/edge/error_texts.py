@@ -66,7 +66,7 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ErrorCode.VERSION_CONFLICT: ErrorText(
         message="The booking's version differs from expectedVersion.",
         recovery="The booking changed since expectedVersion; this call did nothing. Read it "
-        "with booking.get_booking and act on its status: already as wanted (say CONFIRMED by "
+        "with booking.get_booking and act on its status: already as wanted (e.g. CONFIRMED by "
         "an earlier call), stop; final, tell the user; else retry with the current version "
         "and, if the action needs one, a new approval of the current intent.",
     ),

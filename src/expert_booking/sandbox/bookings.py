@@ -15,11 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
-from expert_booking.domain.model import parse_instant
+from expert_booking.domain.model import BookingStatus, hold_is_over, parse_instant
 
 logger = logging.getLogger("expert_booking.sandbox")
 
-HELD: Final = "HELD"
+HELD: Final = BookingStatus.HELD.value
 
 _BOOKING_SQL: Final = """
 SELECT b.booking_id, b.status, b.starts_at, b.ends_at, b.expires_at,
@@ -50,7 +50,7 @@ class BookingView:
         ends with the order it is for: money paid for a released, cancelled or final booking
         would confirm nothing.
         """
-        return self.status == HELD and now < parse_instant(self.expires_at)
+        return self.status == HELD and not hold_is_over(parse_instant(self.expires_at), now)
 
 
 class BookingReader:
