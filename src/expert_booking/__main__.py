@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     serve_command.add_argument(
         "--port", type=_port_argument, help="TCP port, 0 for a free one (default 3000)"
     )
-    serve_command.add_argument("--db", type=Path, help="SQLite file (default ./expert-booking.db)")
+    serve_command.add_argument("--db", help="SQLite file (default ./expert-booking.db)")
     commands.add_parser(
         "demo", help="run the booking flow against a real server process and the payment sandbox"
     )
@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         "server's database (the same --db / BOOKING_DB_PATH / ./.env as serve).",
     )
     _bind_flags(sandbox, host_help="loopback bind address", default_port=SANDBOX_PORT)
-    sandbox.add_argument("--db", type=Path, help="the server's SQLite file (as for serve)")
+    sandbox.add_argument("--db", help="the server's SQLite file (as for serve)")
     sandbox.add_argument(
         "--ledger", type=Path, help="the sandbox's own file (default: <db>.payments.json beside it)"
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 from typing import Any
 
 from expert_booking.access.ports import ToolSwitchState
@@ -49,7 +48,7 @@ def add_admin_parser(commands: Any) -> None:
     enable.add_argument("name", help="logical tool, e.g. booking.hold_slot")
     actions.add_parser("list", help="the disabled tools and why")
     for command in (disable, enable, actions.choices["list"]):
-        command.add_argument("--db", type=Path, help="SQLite file (as for serve)")
+        command.add_argument("--db", help="SQLite file (as for serve)")
 
 
 def run_admin(args: argparse.Namespace) -> int:

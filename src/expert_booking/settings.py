@@ -254,9 +254,9 @@ class Settings:
             SettingsError: ``--db`` names a database URL, which this release cannot use yet.
         """
         db_path = overrides.get("db_path")
-        if db_path is not None:
+        if db_path is not None:  # the text as typed: a Path would fold "postgresql://" to ":/"
             try:
-                _db_path(str(db_path))
+                overrides["db_path"] = _db_path(str(db_path))
             except ValueError as exc:
                 raise SettingsError(f"--db {db_path}: {exc}") from exc
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})

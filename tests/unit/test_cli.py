@@ -225,3 +225,12 @@ def test_oauth_mode_without_issuer_and_resource_refuses_to_start(
         "expert-booking-mcp: configuration error: AUTH_MODE=oauth needs AUTH_ISSUER and "
         "AUTH_RESOURCE"
     )
+
+
+def test_a_database_url_for_db_is_refused_as_typed(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "postgresql://db.example/booking"
+    assert main(["serve", "--port", "0", "--db", url]) == 2
+    line = one_line_of(capsys.readouterr().err)
+    assert f"--db {url}: PostgreSQL is not supported yet" in line  # not folded to "postgresql:/"
