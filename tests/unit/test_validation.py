@@ -292,3 +292,11 @@ def test_the_registry_refuses_a_document_that_is_not_a_2020_12_object_schema(
     (tmp_path / "doc.json").write_bytes(document)
     with pytest.raises(SchemaLoadError):
         SchemaRegistry.load(tmp_path)
+
+
+def test_a_leap_second_is_refused_by_a_message_that_says_so() -> None:
+    """``23:59:60Z`` has an offset; the message named the offset (agent audit finding 9)."""
+    instance = {"query": "AI", "limit": 5, "startsAfter": "2030-06-30T23:59:60Z"}
+    [violation] = validate_arguments(SEARCH, instance)
+    assert violation["pointer"] == "/startsAfter"
+    assert "no leap second" in violation["message"]

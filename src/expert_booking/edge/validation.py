@@ -16,7 +16,8 @@ from referencing import Registry
 
 _FORMAT_NAMES = {
     "uuid": "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
-    "date-time": "an RFC 3339 date-time with offset, e.g. 2030-09-02T02:00:00.000Z",
+    "date-time": "an RFC 3339 date-time with offset and no leap second, e.g. "
+    "2030-09-02T02:00:00.000Z",
     "date": "an RFC 3339 date, e.g. 2030-09-02",
     "email": "an e-mail address",
     "uri": "an absolute URI",
