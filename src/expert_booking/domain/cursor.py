@@ -9,20 +9,19 @@ import json
 from typing import Any
 
 from expert_booking.domain.errors import InvalidCursorError
+from expert_booking.domain.model import canonical_json
 
 # Real cursors are ~40 characters. The bound keeps hostile tokens from reaching json.loads
 # (deeply nested JSON raises RecursionError) and offsets within SQLite's 64-bit integers.
 _MAX_TOKEN_LENGTH = 256
 _MAX_OFFSET = 2**63 - 1
-# Reused: json.dumps with options builds a new encoder per call (every search runs these).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# Reused: json.dumps with options builds a new encoder per call (every search runs this).
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def query_binding(query: dict[str, Any]) -> str:
     """A short digest of the query's filters; a cursor only works with the same filters."""
-    canonical = _CANONICAL.encode(query)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(query)).hexdigest()[:16]
 
 
 def encode_cursor(offset: int, binding: str) -> str:

@@ -16,16 +16,18 @@ booking that did not exist yet (BEFORE_INTENT).
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from expert_booking.domain.model import Booking, Slot, format_instant
-
-_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+from expert_booking.domain.model import (
+    Booking,
+    Intent,
+    Slot,
+    canonical_json,
+    format_instant,
+    intent_digest,
+)
 
 
 class Action(StrEnum):
@@ -50,16 +52,16 @@ class ActionIntent:
     new_starts_at: str | None = None
 
     def canonical_doc(self) -> dict[str, Any]:
-        """The intent keyed as on the wire (the target keys only for a reschedule)."""
-        doc: dict[str, Any] = {
-            "action": self.action,
-            "amount": self.amount,
-            "bookingId": self.booking_id,
-            "currency": self.currency,
-            "slotId": self.slot_id,
-            "startsAt": self.starts_at,
-            "version": self.version,
-        }
+        """The v1 intent's six fields, ``action`` and (reschedule) the target keys."""
+        booking = Intent(
+            booking_id=self.booking_id,
+            slot_id=self.slot_id,
+            starts_at=self.starts_at,
+            amount=self.amount,
+            currency=self.currency,
+            version=self.version,
+        )
+        doc: dict[str, Any] = {"action": self.action, **booking.canonical_doc()}
         if self.new_slot_id is not None:
             doc["newSlotId"] = self.new_slot_id
         if self.new_starts_at is not None:
@@ -67,19 +69,12 @@ class ActionIntent:
         return doc
 
     def canonical_bytes(self) -> bytes:
-        """UTF-8 JSON, keys sorted, no whitespace."""
-        return _CANONICAL_ENCODER.encode(self.canonical_doc()).encode()
+        """UTF-8 JSON, keys sorted, no whitespace (``model.canonical_json``)."""
+        return canonical_json(self.canonical_doc())
 
     def digest(self) -> str:
         """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""
-        if type(self.version) is int:
-            return _digest(self)
-        return "sha256:" + hashlib.sha256(self.canonical_bytes()).hexdigest()
-
-
-@functools.lru_cache(maxsize=1024)
-def _digest(intent: ActionIntent) -> str:
-    return "sha256:" + hashlib.sha256(intent.canonical_bytes()).hexdigest()
+        return intent_digest(self)
 
 
 def cancel_intent(booking: Booking) -> ActionIntent:

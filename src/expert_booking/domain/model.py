@@ -9,13 +9,27 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from expert_booking.domain.intents import ActionIntent
 
 # Reused: json.dumps with options builds a new encoder per call.
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_json(doc: object) -> bytes:
+    """The canonical bytes every intent is hashed from (and cursors bound by).
+
+    UTF-8 JSON, keys sorted, no whitespace, non-ASCII kept (canonical intent v1, CONTRACT
+    section 3). The keys are the contract's camelCase ones: they are part of the hashed bytes.
+    """
+    return _CANONICAL_ENCODER.encode(doc).encode()
+
+
+def sha256_digest(data: bytes) -> str:
+    """``"sha256:"`` + lowercase hex SHA-256: the form of every ``intentHash``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 class BookingStatus(StrEnum):
@@ -200,25 +214,38 @@ class Intent:
         }
 
     def canonical_bytes(self) -> bytes:
-        """UTF-8 JSON, keys sorted, no whitespace."""
-        return _CANONICAL_ENCODER.encode(self.canonical_doc()).encode()
+        """UTF-8 JSON, keys sorted, no whitespace (:func:`canonical_json`)."""
+        return canonical_json(self.canonical_doc())
 
     def digest(self) -> str:
         """``"sha256:"`` + lowercase hex SHA-256 of the canonical bytes."""
-        if type(self.version) is int:  # then equal intents have equal bytes (True == 1 has not)
-            return _intent_digest(self)
-        return _sha256_text(self.canonical_bytes())
+        return intent_digest(self)
 
 
-# A held booking's intent is hashed on every read of it (get, hold replays, confirm checks);
-# an intent is a frozen value, so its digest is computed once. Bounded.
+class _Hashable(Protocol):
+    @property
+    def version(self) -> int: ...
+
+    def __hash__(self) -> int: ...
+
+    def canonical_bytes(self) -> bytes: ...
+
+
+def intent_digest(intent: _Hashable) -> str:
+    """The ``intentHash`` of any intent (v1, cancel, reschedule): of its canonical bytes.
+
+    A held booking's intent is hashed on every read of it (get, hold replays, confirm
+    checks); an intent is a frozen value, so its digest is computed once (bounded cache),
+    unless its version is not an int (``True == 1`` are equal keys with other bytes).
+    """
+    if type(intent.version) is int:
+        return _cached_digest(intent)
+    return sha256_digest(intent.canonical_bytes())
+
+
 @functools.lru_cache(maxsize=4096)
-def _intent_digest(intent: Intent) -> str:
-    return _sha256_text(intent.canonical_bytes())
-
-
-def _sha256_text(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+def _cached_digest(intent: _Hashable) -> str:
+    return sha256_digest(intent.canonical_bytes())
 
 
 @dataclass(frozen=True, slots=True)

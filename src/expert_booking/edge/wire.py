@@ -68,15 +68,8 @@ def render_booking(booking: Booking) -> dict[str, Any]:
 
 
 def render_intent(intent: Intent) -> dict[str, Any]:
-    """The six approved fields, keyed as in the canonical intent."""
-    return {
-        "amount": intent.amount,
-        "bookingId": intent.booking_id,
-        "currency": intent.currency,
-        "slotId": intent.slot_id,
-        "startsAt": intent.starts_at,
-        "version": intent.version,
-    }
+    """The six approved fields, keyed as in the canonical intent (the hashed document itself)."""
+    return intent.canonical_doc()
 
 
 def render_slot(slot: Slot) -> dict[str, Any]:
