@@ -147,6 +147,11 @@ class ListBookings:
     idempotency_key: str | None = None
     cursor: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.idempotency_key is not None:
+            key = canonical_idempotency_key(self.idempotency_key)
+            object.__setattr__(self, "idempotency_key", key)
+
 
 @dataclass(frozen=True, slots=True)
 class BookingPage:

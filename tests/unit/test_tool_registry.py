@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from expert_booking.cancellation import CancelBooking
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.mcp_server import INSTRUCTIONS
 from expert_booking.edge.schemas import SchemaRegistry
@@ -20,6 +21,14 @@ from expert_booking.edge.tool_registry import (
     ToolHints,
     call_hints,
     required_scope,
+)
+from expert_booking.rescheduling import RescheduleBooking
+from expert_booking.services import (
+    ConfirmBooking,
+    GetBooking,
+    HoldSlot,
+    ListBookings,
+    SearchSlots,
 )
 from harness.openapi import LOGICAL_TOOLS as OPENAPI_INPUTS
 from harness.openapi import RESULT_SCHEMAS, build_openapi
@@ -133,4 +142,17 @@ def test_every_entry_maps_its_schema_valid_arguments_to_a_command(name: str) -> 
     arguments = examples[name]
     assert REGISTRY[tool.input_schema].validator.is_valid(arguments)
     command = tool.command(arguments)
-    assert command is not None
+    assert isinstance(command, COMMANDS[name])
+    key = getattr(command, "idempotency_key", None)
+    assert key in (None, "0f8fad5b-d9cb-469f-a165-70867728950e")  # one spelling, any case sent
+
+
+COMMANDS: dict[str, type] = {
+    "booking.search_available_slots": SearchSlots,
+    "booking.hold_slot": HoldSlot,
+    "booking.confirm_booking": ConfirmBooking,
+    "booking.get_booking": GetBooking,
+    "booking.list_bookings": ListBookings,
+    "booking.cancel_booking": CancelBooking,
+    "booking.reschedule_booking": RescheduleBooking,
+}

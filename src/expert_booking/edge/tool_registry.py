@@ -157,12 +157,11 @@ def get_command(args: Mapping[str, Any]) -> GetBooking:
 
 
 def list_command(args: Mapping[str, Any]) -> ListBookings:
-    """``booking.list_bookings`` arguments as a command; the key in canonical lower case."""
-    key = args.get("idempotencyKey")
+    """``booking.list_bookings`` arguments as a command (the command canonicalises the key)."""
     return ListBookings(
         limit=args["limit"],
         statuses=frozenset(BookingStatus(status) for status in args.get("status", ())),
-        idempotency_key=None if key is None else key.lower(),
+        idempotency_key=args.get("idempotencyKey"),
         cursor=args.get("cursor"),
     )
 
