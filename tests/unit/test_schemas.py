@@ -15,6 +15,7 @@ from expert_booking.domain.conflicts import ALTERNATIVES_LIMIT
 from expert_booking.domain.errors import ErrorCode, PaymentPendingError
 from expert_booking.domain.model import BookingStatus, Intent, PaymentStatus
 from expert_booking.edge.error_texts import ERROR_TEXTS
+from expert_booking.edge.observability import CacheStatus
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS
 from harness.contract import drift, input_stems, major_version, schema_files, walk
 from harness.schema_breaking import breaking_changes
@@ -283,6 +284,11 @@ def test_the_booking_status_enum_of_the_schemas_is_the_domain_enum():
     assert statuses
     for stem, pointer, enum in statuses:
         assert enum == [status.value for status in BookingStatus], (stem, pointer)
+
+
+def test_the_cache_enum_of_the_envelope_is_the_edges_enum():
+    [(_, _, enum)] = _enums_at("cache")
+    assert enum == [status.value for status in CacheStatus]
 
 
 def test_the_payment_status_enum_of_the_schemas_is_the_domain_enum():

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Protocol, TextIO
 
 from opentelemetry import trace
@@ -76,6 +77,19 @@ def new_span_id() -> str:
     return span_id
 
 
+class CacheStatus(StrEnum):
+    """``meta.cache`` of an envelope (``schemas/envelope.json``): how the answer was made."""
+
+    HIT = "HIT"
+    MISS = "MISS"
+    BYPASS = "BYPASS"
+
+    @classmethod
+    def of(cls, cache_hit: bool) -> CacheStatus:  # noqa: FBT001 - the one fact it reads
+        """HIT for an answer from a cache, MISS for one computed and cached."""
+        return cls.HIT if cache_hit else cls.MISS
+
+
 @dataclass(slots=True)
 class Action:
     """One catalog or logical action in progress: its ids, and its outcome once known."""
@@ -88,7 +102,7 @@ class Action:
     caller: CallerLabel
     client: str | None = None
     error_code: str | None = None
-    cache: str = "BYPASS"
+    cache: str = CacheStatus.BYPASS
     client_skew_ms: int | None = None
     span: trace.Span | None = field(default=None, repr=False, compare=False)
 
@@ -105,7 +119,7 @@ class Action:
     def fail(self, code: str) -> None:
         """Record a failed outcome by its stable error code."""
         self.error_code = code
-        self.cache = "BYPASS"
+        self.cache = CacheStatus.BYPASS
 
 
 class ActionScope:

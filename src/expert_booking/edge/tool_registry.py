@@ -31,6 +31,7 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.edge import wire
+from expert_booking.edge.observability import CacheStatus
 from expert_booking.edge.validation import json_pointer
 from expert_booking.ports import SlotQuery
 from expert_booking.rescheduling import RescheduleBooking
@@ -254,15 +255,15 @@ def _instant(text: str, path: list[str]) -> datetime:
 
 
 def _snapshot(booking: Booking) -> ToolOutput:
-    return ToolOutput(wire.render_booking(booking), "BYPASS")
+    return ToolOutput(wire.render_booking(booking), CacheStatus.BYPASS)
 
 
 def _booking_page(page: BookingPage) -> ToolOutput:
-    return ToolOutput(wire.render_booking_page(page), "BYPASS")
+    return ToolOutput(wire.render_booking_page(page), CacheStatus.BYPASS)
 
 
 def _slot_page(page: SlotPage) -> ToolOutput:
-    return ToolOutput(wire.render_slot_page(page), "HIT" if page.cache_hit else "MISS")
+    return ToolOutput(wire.render_slot_page(page), CacheStatus.of(page.cache_hit))
 
 
 _READ = ToolHints(read_only=True, destructive=False, idempotent=True)

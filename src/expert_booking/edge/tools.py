@@ -18,7 +18,7 @@ from expert_booking.domain.errors import (
 from expert_booking.edge.admission import tool_disabled
 from expert_booking.edge.catalog import ToolCatalog, input_stem
 from expert_booking.edge.envelope import guarded
-from expert_booking.edge.observability import Action, ActionObserver
+from expert_booking.edge.observability import Action, ActionObserver, CacheStatus
 from expert_booking.edge.schemas import SchemaDocument, SchemaRegistry
 from expert_booking.edge.tool_registry import CATALOG_CALL, LOGICAL_TOOLS, LogicalTool, ToolOutput
 from expert_booking.edge.validation import validate_arguments
@@ -88,7 +88,7 @@ class ToolDispatcher:
             found = self._catalog.search(args["query"], args["limit"], args.get("cursor"))
         else:
             found = self._catalog.read(args["uri"], args["offset"], args["limit"])
-        return ToolOutput(found.data, "HIT" if found.cache_hit else "MISS")
+        return ToolOutput(found.data, CacheStatus.of(found.cache_hit))
 
     async def _call(self, args: Mapping[str, Any], action: Action, context: CallContext) -> Outcome:
         resolved = await guarded(lambda: self._resolve(args), operation_id=action.operation_id)
