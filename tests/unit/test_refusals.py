@@ -51,7 +51,7 @@ def _refuse(log: RefusalLog, reason: str = "HOST_NOT_ALLOWED") -> None:
 def test_a_refusal_is_one_json_line_naming_status_reason_method_and_peer(
     stream: io.StringIO,
 ) -> None:
-    _refuse(RefusalLog(monotonic=Seconds()))
+    _refuse(RefusalLog(per_second=20, monotonic=Seconds()))
     (line,) = _lines(stream)
     assert line["logger"] == "expert_booking.refusals"
     refusal = line["refusal"]

@@ -101,7 +101,7 @@ class McpRequestGate:
         hosts: HostAllowList,
         origins: OriginAllowList,
         limits: GateLimits,
-        refusal_log: RefusalLog | None = None,
+        refusal_log: RefusalLog,
         auth: BearerAuth | None = None,
     ) -> None:
         """Gate every request before ``app``; ``auth`` only in ``AUTH_MODE=oauth``."""
@@ -110,7 +110,7 @@ class McpRequestGate:
         self._hosts = hosts
         self._origins = origins
         self._limits = limits
-        self._log = refusal_log or RefusalLog()
+        self._log = refusal_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request."""

@@ -75,11 +75,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     refusals: ClassVar[RefusalLog]
 
     @classmethod
-    def bound(
-        cls, limits: HttpLimits, refusals: RefusalLog | None = None
-    ) -> type[BoundedHttpProtocol]:
+    def bound(cls, limits: HttpLimits, refusals: RefusalLog) -> type[BoundedHttpProtocol]:
         """A subclass that applies ``limits`` (uvicorn constructs protocols itself)."""
-        attributes: dict[str, Any] = {"limits": limits, "refusals": refusals or RefusalLog()}
+        attributes: dict[str, Any] = {"limits": limits, "refusals": refusals}
         return type("BoundedHttpProtocol", (cls,), attributes)
 
     def connection_made(  # type: ignore[override]  # uvicorn's own signature (a stream transport)

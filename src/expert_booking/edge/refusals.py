@@ -14,9 +14,6 @@ from starlette.types import Send
 
 logger = logging.getLogger("expert_booking.refusals")
 
-REFUSAL_LINES_PER_SECOND: Final = 20
-"""At most this many refusal lines per second and layer; the rest are counted, not written."""
-
 _VALUE_LIMIT: Final = 200
 
 
@@ -79,7 +76,7 @@ class RefusalLog:
     def __init__(
         self,
         *,
-        per_second: int = REFUSAL_LINES_PER_SECOND,
+        per_second: int,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """Cap lines at ``per_second``; ``monotonic`` is the window's time source."""
