@@ -34,7 +34,7 @@ from litestar.response import Redirect, Response
 from starlette.types import Receive, Scope, Send
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.domain.model import format_instant
+from expert_booking.domain.model import PaymentStatus, format_instant
 from expert_booking.ports import Clock
 from expert_booking.sandbox import pages
 from expert_booking.sandbox.bookings import BookingReader
@@ -48,7 +48,11 @@ from expert_booking.settings import is_loopback_host
 
 RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
 SANDBOX_HEADER: Final = "x-payment-sandbox"
-ACTIONS: Final = {"pay": "PAID", "fail": "FAILED", "close": "CLOSED"}
+ACTIONS: Final = {
+    "pay": PaymentStatus.PAID.value,
+    "fail": PaymentStatus.FAILED.value,
+    "close": PaymentStatus.CLOSED.value,
+}
 _HTML: Final = "text/html"  # Litestar adds "; charset=utf-8" to text/* types itself
 
 

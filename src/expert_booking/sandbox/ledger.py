@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-PENDING: Final = "PENDING"
-FINAL_STATUSES: Final = ("PAID", "FAILED", "CLOSED")
+from expert_booking.domain.model import PaymentStatus
+
+PENDING: Final = PaymentStatus.PENDING.value
+FINAL_STATUSES: Final = tuple(status.value for status in PaymentStatus if status != PENDING)
 LEDGER_VERSION: Final = 1
 
 
