@@ -34,12 +34,18 @@ from expert_booking.domain.rules import (
 )
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import Clock, IdempotencyRecord, PaymentQueryPort, Transaction
-from expert_booking.replay import Writes, fingerprint, replay_outcome, unwrap
+from expert_booking.replay import (
+    IdempotencyScope,
+    Writes,
+    fingerprint,
+    replay_outcome,
+    unwrap,
+)
 
 logger = logging.getLogger("expert_booking.services")
 
 # Namespace of the stored idempotency records (on disk: never rename it).
-CANCEL_SCOPE = "booking.cancel_booking"
+CANCEL_SCOPE = IdempotencyScope.CANCEL
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from expert_booking.domain.errors import (
@@ -27,6 +28,19 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 T = TypeVar("T")
+
+
+class IdempotencyScope(StrEnum):
+    """The namespace each write stores its idempotency records under.
+
+    Persisted: every stored record carries one, so a value never changes. They equal the
+    logical tools' names by history only; renaming a tool keeps its scope.
+    """
+
+    HOLD = "booking.hold_slot"
+    CONFIRM = "booking.confirm_booking"
+    CANCEL = "booking.cancel_booking"
+    RESCHEDULE = "booking.reschedule_booking"
 
 
 class Writes(Protocol):

@@ -36,10 +36,16 @@ from expert_booking.domain.model import (
 from expert_booking.domain.rules import check_intent_approval
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import Clock, IdempotencyRecord, Transaction
-from expert_booking.replay import Writes, fingerprint, replay_outcome, unwrap
+from expert_booking.replay import (
+    IdempotencyScope,
+    Writes,
+    fingerprint,
+    replay_outcome,
+    unwrap,
+)
 
 # Namespace of the stored idempotency records (on disk: never rename it).
-RESCHEDULE_SCOPE = "booking.reschedule_booking"
+RESCHEDULE_SCOPE = IdempotencyScope.RESCHEDULE
 
 _RESCHEDULABLE = frozenset({BookingStatus.CONFIRMED})
 

@@ -78,8 +78,8 @@ from expert_booking.ports import (
     SlotSearchResult,
     Transaction,
 )
+from expert_booking.replay import IdempotencyScope, release_due, replay_outcome, unwrap
 from expert_booking.replay import fingerprint as fingerprint_of
-from expert_booking.replay import release_due, replay_outcome, unwrap
 from expert_booking.rescheduling import RescheduleBooking, Rescheduling
 from expert_booking.slot_cache import SlotSearchCache
 
@@ -88,9 +88,8 @@ logger = logging.getLogger("expert_booking.services")
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Namespaces of the stored idempotency records (their values are on disk: never rename them).
-HOLD_SCOPE = "booking.hold_slot"
-CONFIRM_SCOPE = "booking.confirm_booking"
+HOLD_SCOPE = IdempotencyScope.HOLD
+CONFIRM_SCOPE = IdempotencyScope.CONFIRM
 
 
 @dataclass(frozen=True, slots=True)
