@@ -10,7 +10,6 @@ refund is owed. Idempotent like confirm: the outcome is stored under the key wit
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,9 +39,8 @@ from expert_booking.replay import (
     fingerprint,
     replay_outcome,
     unwrap,
+    warn_paid_after_expiry,
 )
-
-logger = logging.getLogger("expert_booking.services")
 
 # Namespace of the stored idempotency records (on disk: never rename it).
 CANCEL_SCOPE = IdempotencyScope.CANCEL
@@ -164,10 +162,7 @@ class Cancellation:
         if owed is not None:
             # The hold expired while its payment was queried, and the person had paid: on
             # record as confirm records it (refund due), reported as PAID_AFTER_EXPIRY.
-            logger.warning(
-                "paid after expiry: booking %s was paid after its hold expired; refund due",
-                booking.booking_id,
-            )
+            warn_paid_after_expiry(booking.booking_id)
             tx.update_booking(owed, expected_version=booking.version)
             return payment_refusal(owed) or InvalidStateError(booking_id=booking.booking_id)
         refusal = changeable(booking, command.expected_version, CANCELLABLE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 T = TypeVar("T")
+
+
+# The warning of a payment after expiry (confirm or cancel saw it) is the services' line.
+_services_log = logging.getLogger("expert_booking.services")
+
+
+def warn_paid_after_expiry(booking_id: str) -> None:
+    """The operator's WARNING line when a payment arrived for a hold that had expired."""
+    _services_log.warning(
+        "paid after expiry: booking %s was paid after its hold expired; refund due", booking_id
+    )
 
 
 class IdempotencyScope(StrEnum):

@@ -78,7 +78,13 @@ from expert_booking.ports import (
     SlotSearchResult,
     Transaction,
 )
-from expert_booking.replay import IdempotencyScope, release_due, replay_outcome, unwrap
+from expert_booking.replay import (
+    IdempotencyScope,
+    release_due,
+    replay_outcome,
+    unwrap,
+    warn_paid_after_expiry,
+)
 from expert_booking.replay import fingerprint as fingerprint_of
 from expert_booking.rescheduling import RescheduleBooking, Rescheduling
 from expert_booking.slot_cache import SlotSearchCache
@@ -473,10 +479,7 @@ class BookingService:
         # the payment, not a confirmation.
         owed = record_paid_after_expiry(current, answer, skew=self._policy.approval_skew)
         if owed is not None:
-            logger.warning(
-                "paid after expiry: booking %s was paid after its hold expired; refund due",
-                current.booking_id,
-            )
+            warn_paid_after_expiry(current.booking_id)
             settled = owed
         else:
             refusal = _confirmable(current, command.expected_version) or self._approval_refusal(

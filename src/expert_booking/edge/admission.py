@@ -87,10 +87,6 @@ class CallAdmission:
         self._listed_version = -1
         self._listed: list[dict[str, str]] = []
 
-    @property
-    def quotas_on(self) -> bool:
-        return self._quota is not None
-
     async def admit(
         self,
         params: Mapping[str, Any],
