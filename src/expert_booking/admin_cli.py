@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import Any, Final
 
 from expert_booking.access.ports import ToolSwitchState
 from expert_booking.access.tool_switches import ToolSwitchError, check_switchable, clean_reason
@@ -24,11 +24,13 @@ from expert_booking.adapters.sqlite_store import (
     check_database_file,
 )
 from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
-from expert_booking.domain.errors import BookingError
+from expert_booking.domain.errors import BookingError, StorageBusyError
 from expert_booking.domain.model import format_instant
 from expert_booking.settings import Settings, SettingsError, load_dotenv_file
 
 PROG = "expert-booking-mcp"
+EXIT_BUSY: Final = 75
+"""Exit status when the database stayed locked (sysexits ``EX_TEMPFAIL``: try again)."""
 
 
 def add_admin_parser(commands: Any) -> None:
@@ -56,10 +58,22 @@ def run_admin(args: argparse.Namespace) -> int:
     try:
         load_dotenv_file()
         settings = Settings.from_env().with_overrides(db_path=args.db)
+    except SettingsError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    try:
         return asyncio.run(_tools(args, settings))
     except (SettingsError, ToolSwitchError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    except StorageBusyError:
+        print(
+            f"{PROG}: nothing was changed: another process held the write lock of "
+            f"{settings.db_path} for longer than BOOKING_DB_BUSY_TIMEOUT_MS "
+            f"({settings.db_busy_timeout_ms} ms); retry, or raise that timeout",
+            file=sys.stderr,
+        )
+        return EXIT_BUSY
     except BookingError as exc:
         print(f"{PROG}: the database {exc.code}: {exc}", file=sys.stderr)
         return 2

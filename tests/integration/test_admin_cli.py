@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,38 @@ def test_disable_requires_a_reason(db: Path, capsys: pytest.CaptureFixture[str])
         main(["admin", "tools", "disable", "booking.hold_slot", "--db", str(db)])
     assert excinfo.value.code == 2
     assert "--reason" in capsys.readouterr().err
+
+
+def test_a_database_locked_past_the_busy_timeout_reads_but_refuses_a_change_with_75(
+    db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process's long write: ``list`` still answers; ``disable`` says why and how to
+    go on (it was "the database STORAGE_BUSY: STORAGE_BUSY", status 2) (durability audit)."""
+    assert run(capsys, "admin", "tools", "list", "--db", str(db))[0] == 0  # creates, migrates
+    monkeypatch.setenv("BOOKING_DB_BUSY_TIMEOUT_MS", "200")
+    with closing(sqlite3.connect(db, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        assert run(capsys, "admin", "tools", "list", "--db", str(db))[:2] == (
+            0,
+            "no tool is disabled (version 0)\n",
+        )
+        status, out, err = run(
+            capsys,
+            "admin",
+            "tools",
+            "disable",
+            "booking.hold_slot",
+            "--reason",
+            "x",
+            "--db",
+            str(db),
+        )
+        other.execute("ROLLBACK")
+    assert (status, out) == (75, "")
+    assert err == (
+        f"expert-booking-mcp: nothing was changed: another process held the write lock of {db} "
+        "for longer than BOOKING_DB_BUSY_TIMEOUT_MS (200 ms); retry, or raise that timeout\n"
+    )
+    assert run(capsys, "admin", "tools", "list", "--db", str(db))[1] == (
+        "no tool is disabled (version 0)\n"
+    )

@@ -376,18 +376,32 @@ def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> Non
         with contextlib.closing(_connect(str(path), busy_timeout_ms)) as db:
             _switch_to_wal(db, busy_timeout_ms)
             check_not_newer(db)
-            # A write that is rolled back: a read-only file already in WAL passed the switch.
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                version = int(db.execute("PRAGMA user_version").fetchone()[0])
-                db.execute(f"PRAGMA user_version = {version}")
-            finally:
-                db.execute("ROLLBACK")
+            _probe_write(db)
     except sqlite3.Error as exc:
         name = getattr(exc, "sqlite_errorname", type(exc).__name__)
         raise DatabaseFileError(f"{name}: {exc}") from exc
     except SchemaTooNewError as exc:
         raise DatabaseFileError(str(exc)) from exc
+
+
+def _probe_write(db: sqlite3.Connection) -> None:
+    """A write that is rolled back: a read-only file already in WAL passed the switch.
+
+    A write lock another process holds past the busy timeout is no fault of the file: the
+    server starts, and its writes answer STORAGE_BUSY until the lock is released (a restart
+    during another process's long write would otherwise fail).
+    """
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_BUSY":
+            return
+        raise
+    try:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        db.execute(f"PRAGMA user_version = {version}")
+    finally:
+        db.execute("ROLLBACK")
 
 
 def _prepare_file(path: str, busy_timeout_ms: int) -> None:
