@@ -66,6 +66,14 @@ class Writes(Protocol):
         """Drop the slot-search cache when a transaction released or changed a booking."""
         ...
 
+    def slot_was_taken(self) -> None:
+        """Drop the slot-search cache: a write found taken a slot a search may list as free.
+
+        Another process took it (this one's writes drop the cache themselves); without this
+        the same search would go on listing it until the cache's lifetime ran out.
+        """
+        ...
+
 
 def replay_outcome(
     record: IdempotencyRecord | None, key: str, fingerprint: str

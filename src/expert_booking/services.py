@@ -287,6 +287,7 @@ class BookingService:
             self.after_write(released=released, changed=isinstance(outcome, Booking))
             return unwrap(outcome)
         except SlotUnavailableError as refusal:
+            self.slot_was_taken()
             refusal.details["alternatives"] = await self.alternatives_to(command.slot_id)
             raise
 
@@ -576,6 +577,9 @@ class BookingService:
     def after_write(self, *, released: int, changed: bool) -> None:
         if released or changed:
             self._cache.invalidate()
+
+    def slot_was_taken(self) -> None:
+        self._cache.invalidate()
 
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:

@@ -810,3 +810,20 @@ async def test_with_the_system_clock_a_stored_booking_reads_back_equal(
     assert held.held_at.microsecond % 1000 == 0
     assert held.held_at.utcoffset() == timedelta(0)
     assert await service.get_booking(GetBooking(held.booking_id), CONTEXT) == held
+
+
+async def test_a_slot_another_server_took_drops_this_servers_search_cache_on_refusal(
+    service: BookingService, store: BookingStore, clock: MutableClock, payments: FakePayments
+) -> None:
+    """Another process's hold is invisible to this one's cache for up to its lifetime; a
+    hold refused on that slot shows the cache is stale, so it goes (durability audit)."""
+    other = BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+    assert "slot-ai-001" in _ids(await _search(service))
+    await _hold(other)
+    stale = await _search(service)
+    assert stale.cache_hit
+    assert "slot-ai-001" in _ids(stale)
+    assert (await _refusal(_hold(service))).code == "SLOT_UNAVAILABLE"
+    page = await _search(service)
+    assert not page.cache_hit
+    assert "slot-ai-001" not in _ids(page)
