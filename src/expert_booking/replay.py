@@ -66,8 +66,8 @@ class Writes(Protocol):
         """Drop the slot-search cache when a transaction released or changed a booking."""
         ...
 
-    def slot_was_taken(self) -> None:
-        """Drop the slot-search cache: a write found taken a slot a search may list as free.
+    def slot_was_taken(self, slot_id: str) -> None:
+        """Drop the slot-search cache if a cached page lists ``slot_id``, which a write found taken.
 
         Another process took it (this one's writes drop the cache themselves); without this
         the same search would go on listing it until the cache's lifetime ran out.

@@ -118,7 +118,7 @@ class Rescheduling:
             self._writes.after_write(released=released, changed=changed)
             return unwrap(outcome)
         except SlotUnavailableError as refusal:
-            self._writes.slot_was_taken()
+            self._writes.slot_was_taken(command.new_slot_id)
             refusal.details["alternatives"] = await self._alternatives(
                 command.new_slot_id, price=priced[-1]
             )

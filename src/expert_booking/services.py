@@ -287,7 +287,7 @@ class BookingService:
             self.after_write(released=released, changed=isinstance(outcome, Booking))
             return unwrap(outcome)
         except SlotUnavailableError as refusal:
-            self.slot_was_taken()
+            self.slot_was_taken(command.slot_id)
             refusal.details["alternatives"] = await self.alternatives_to(command.slot_id)
             raise
 
@@ -578,8 +578,10 @@ class BookingService:
         if released or changed:
             self._cache.invalidate()
 
-    def slot_was_taken(self) -> None:
-        self._cache.invalidate()
+    def slot_was_taken(self, slot_id: str) -> None:
+        self._cache.invalidate_if_any(
+            lambda page: any(slot.slot_id == slot_id for slot in page.slots)
+        )
 
 
 def _confirmable(booking: Booking, expected_version: int) -> BookingError | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
@@ -47,3 +47,8 @@ class SlotSearchCache(Generic[T]):
     def invalidate(self) -> None:
         self._entries.clear()
         self.generation += 1
+
+    def invalidate_if_any(self, stale: Callable[[T], bool]) -> None:
+        """Invalidate when some cached value is ``stale`` (it shows what is no longer so)."""
+        if any(stale(entry.value) for entry in self._entries.values()):
+            self.invalidate()
