@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,13 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """Return the current instant as an aware UTC datetime."""
         ...
+
+
+def new_span_id() -> str:
+    """A fresh, non-zero 16-hex W3C span id."""
+    while (span_id := secrets.token_hex(8)) == "0" * 16:
+        pass  # pragma: no cover - a 2**-64 event
+    return span_id
 
 
 @dataclass(frozen=True, slots=True)

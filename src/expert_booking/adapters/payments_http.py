@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,14 +38,13 @@ from expert_booking.domain.model import (
     format_instant,
     parse_instant,
 )
-from expert_booking.ports import Clock, TraceContext
+from expert_booking.ports import Clock, TraceContext, new_span_id
 
 logger = logging.getLogger("expert_booking.payments")
 _tracer = otel_trace.get_tracer(__name__)
 
 REQUEST_SENT_HEADER = "x-mcp-server-request-sent-at"
 PAYMENT_RESPONDED_HEADER = "x-payment-responded-at"
-_INVALID_SPAN_ID = "0" * 16
 
 
 MAX_ANSWER_BYTES = 64 * 1024
@@ -242,7 +240,4 @@ def _child_traceparent(trace_context: TraceContext, span: Span) -> str:
         and span_id != trace_context.span_id
     ):
         return f"00-{trace_context.trace_id}-{span_id}-{int(context.trace_flags):02x}"
-    fresh = secrets.token_hex(8)
-    while fresh == _INVALID_SPAN_ID:
-        fresh = secrets.token_hex(8)
-    return f"00-{trace_context.trace_id}-{fresh}-01"
+    return TraceContext(trace_context.trace_id, new_span_id()).traceparent

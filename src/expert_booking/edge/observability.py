@@ -26,7 +26,7 @@ from expert_booking.domain.model import format_instant
 from expert_booking.edge.json_text import compact_text
 from expert_booking.edge.log_writer import LoopBatchedWriter
 from expert_booking.edge.validation import has_lone_surrogate, unicode_text
-from expert_booking.ports import Clock, TraceContext
+from expert_booking.ports import Clock, TraceContext, new_span_id
 
 SOURCE = "expert-booking-mcp"
 ROOT_LOGGER = "expert_booking"
@@ -68,13 +68,6 @@ def derive_trace_id(request_span_id: str | None) -> str:
     if digits == _ZERO_TRACE:
         digits = hashlib.sha256(request_span_id.encode()).hexdigest()[:32]
     return digits
-
-
-def new_span_id() -> str:
-    """A fresh, non-zero 16-hex span id."""
-    while (span_id := secrets.token_hex(8)) == "0" * 16:
-        pass  # pragma: no cover - a 2**-64 event
-    return span_id
 
 
 class CacheStatus(StrEnum):
