@@ -3,8 +3,10 @@
 Every use case takes a ``CallContext`` besides its command. The edge builds it once per
 ``tools/call`` (from the HTTP request, the ``_meta`` envelope and the clock) and narrows its
 span to the logical action's span when ``tool_catalog.call`` reaches a logical tool. Use cases
-read what they need of it (the trace for the payment query today; the principal for ownership
-and quotas once access control exists) and never build one.
+read what they need of it (the principal for ownership, the trace for the payment query) and
+never build one. The client and server times, the locale and the peer are carried as issue 12
+asks, for the capabilities to come (approvals recorded server-side, receipts, localized texts);
+no use case reads them yet.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Domain values to the JSON-ready dicts of tool results (the one domain -> wire mapping)."""
+"""Domain values to the JSON-ready dicts of tool results (the one mapping of each value).
+
+An error's ``details`` show intents and slots in these same forms (``error_texts.wire_details``:
+an intent as its canonical document, a slot through :func:`render_slot`).
+"""
 
 from __future__ import annotations
 
