@@ -81,8 +81,8 @@ def run_admin(args: argparse.Namespace) -> int:
 
 async def _tools(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: the registry pulls in the whole edge, which serve needs and admin barely.
+    from expert_booking.edge.mcp_tools import MCP_TOOLS  # noqa: PLC0415
     from expert_booking.edge.tool_registry import LOGICAL_NAMES  # noqa: PLC0415
-    from expert_booking.edge.tools import MCP_TOOLS  # noqa: PLC0415
 
     if args.admin_action in {"disable", "enable"}:
         check_switchable(args.name, logical=LOGICAL_NAMES, catalog=MCP_TOOLS)

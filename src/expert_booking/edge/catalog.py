@@ -13,6 +13,7 @@ from typing import Any
 
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import ToolNotFoundError
+from expert_booking.edge.mcp_tools import CATALOG_SEARCH
 from expert_booking.edge.schemas import SchemaDocument, SchemaRegistry
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS, LogicalTool
 
@@ -235,7 +236,7 @@ class ToolCatalog:
         Raises:
             InvalidCursorError: the cursor is malformed or was issued for another query.
         """
-        binding = query_binding({"tool": "tool_catalog.search", "query": query})
+        binding = query_binding({"tool": CATALOG_SEARCH, "query": query})
         offset = decode_cursor(cursor, binding) if cursor is not None else 0
         if len(query) > MEMO_QUERY_LIMIT:  # answered, but not kept: the memo holds short keys
             return CatalogResult(self._page(query, limit, offset, binding), cache_hit=False)

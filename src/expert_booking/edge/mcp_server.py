@@ -20,6 +20,7 @@ from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
 from expert_booking.edge.direct_calls import DirectToolCalls
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
+from expert_booking.edge.mcp_tools import CATALOG_CALL, CATALOG_READ, CATALOG_SEARCH
 from expert_booking.edge.observability import (
     ActionLineSink,
     ActionObserver,
@@ -35,19 +36,8 @@ from expert_booking.edge.request_context import (
 )
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.edge.timestamps import reserved_stamps
-from expert_booking.edge.tool_registry import (
-    BY_NAME,
-    CATALOG_CALL,
-    LOGICAL_TOOLS,
-    ToolHints,
-    call_hints,
-)
-from expert_booking.edge.tools import (
-    CATALOG_READ,
-    CATALOG_SEARCH,
-    Outcome,
-    ToolDispatcher,
-)
+from expert_booking.edge.tool_registry import BY_NAME, LOGICAL_TOOLS, ToolHints, call_hints
+from expert_booking.edge.tools import Outcome, ToolDispatcher
 from expert_booking.edge.wire import render_booking
 from expert_booking.ports import Clock
 from expert_booking.services import BookingService

@@ -32,6 +32,7 @@ from expert_booking.domain.model import (
     parse_instant,
 )
 from expert_booking.edge import wire
+from expert_booking.edge.mcp_tools import CATALOG_CALL
 from expert_booking.edge.observability import CacheStatus
 from expert_booking.edge.validation import json_pointer
 from expert_booking.ports import SlotQuery
@@ -52,7 +53,6 @@ R = TypeVar("R")
 
 READ_SCOPE = "booking:read"
 WRITE_SCOPE = "booking:write"
-CATALOG_CALL = "tool_catalog.call"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,13 @@ from expert_booking.domain.errors import (
 from expert_booking.edge.admission import tool_disabled
 from expert_booking.edge.catalog import ToolCatalog, input_stem
 from expert_booking.edge.envelope import guarded
+from expert_booking.edge.mcp_tools import CATALOG_CALL, CATALOG_SEARCH, MCP_TOOLS
 from expert_booking.edge.observability import Action, ActionObserver, CacheStatus
 from expert_booking.edge.schemas import SchemaDocument, SchemaRegistry
-from expert_booking.edge.tool_registry import CATALOG_CALL, LOGICAL_TOOLS, LogicalTool, ToolOutput
+from expert_booking.edge.tool_registry import LOGICAL_TOOLS, LogicalTool, ToolOutput
 from expert_booking.edge.validation import validate_arguments
 from expert_booking.services import BookingService
 
-CATALOG_SEARCH = "tool_catalog.search"
-CATALOG_READ = "tool_catalog.read"
-MCP_TOOLS = (CATALOG_SEARCH, CATALOG_READ, CATALOG_CALL)
 # Only a name of this shape is echoed back in TOOL_NOT_FOUND details.
 _ECHOABLE_NAME = re.compile(r"[a-z_]+\.[a-z_]+")
 
