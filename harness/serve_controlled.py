@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from expert_booking.bootstrap import build_asgi_app
-    from expert_booking.edge.observability import JsonLinesHandler
+    from expert_booking.edge.json_logging import JsonLinesHandler
     from expert_booking.serving import serve
     from expert_booking.settings import Settings
     from harness.clock import OffsetFileClock

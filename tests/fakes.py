@@ -28,8 +28,8 @@ from expert_booking.domain.model import (
     PaymentStatus,
     Slot,
 )
+from expert_booking.edge.json_logging import ROOT_LOGGER
 from expert_booking.edge.log_writer import LoopBatchedWriter
-from expert_booking.edge.observability import ROOT_LOGGER
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
     LOCAL_OWNER,

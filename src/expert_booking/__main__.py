@@ -114,7 +114,7 @@ def _payment_sandbox(args: argparse.Namespace) -> int:
 
 def _startup_failure(message: str) -> None:
     """Write a startup failure as one JSON line on stderr (every stderr line is JSON)."""
-    from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - light
+    from expert_booking.edge.json_logging import startup_line  # noqa: PLC0415 - light
 
     print(startup_line(f"{PROG}: {message}"), file=sys.stderr, flush=True)
 
@@ -140,7 +140,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         check_database_file,
     )
     from expert_booking.bootstrap import build_asgi_app  # noqa: PLC0415
-    from expert_booking.edge.observability import JsonLinesHandler  # noqa: PLC0415
+    from expert_booking.edge.json_logging import JsonLinesHandler  # noqa: PLC0415
     from expert_booking.edge.schemas import SchemaLoadError  # noqa: PLC0415
     from expert_booking.telemetry import TracingConfigError  # noqa: PLC0415
 

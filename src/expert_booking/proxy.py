@@ -355,7 +355,7 @@ def run(upstream_url: str, host: str, port: int) -> int:
     and status 2 / 3: the proxy adds no access control, and a server in ``AUTH_MODE=none`` trusts
     it as it trusts every loopback caller.
     """
-    from expert_booking.edge.observability import startup_line  # noqa: PLC0415 - CLI entry only
+    from expert_booking.edge.json_logging import startup_line  # noqa: PLC0415 - CLI entry only
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
 
     if not is_loopback_host(host):  # it would hand any network client to a loopback server

@@ -26,7 +26,7 @@ import uvicorn
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-    from expert_booking.edge.observability import JsonLinesHandler
+    from expert_booking.edge.json_logging import JsonLinesHandler
     from expert_booking.settings import Settings
 
 GRACEFUL_SHUTDOWN_SECONDS: Final = 10
@@ -157,7 +157,7 @@ def serve(
     """
     exit_cleanly_on_signals()
     from expert_booking.edge.http_limits import BoundedHttpProtocol, HttpLimits  # noqa: PLC0415
-    from expert_booking.edge.observability import configure_logging  # noqa: PLC0415
+    from expert_booking.edge.json_logging import configure_logging  # noqa: PLC0415
     from expert_booking.edge.refusals import RefusalLog  # noqa: PLC0415
     from expert_booking.settings import Settings  # noqa: PLC0415
 

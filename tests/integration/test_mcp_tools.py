@@ -28,8 +28,9 @@ from expert_booking.bootstrap import build_asgi_app
 from expert_booking.call_context import CallContext
 from expert_booking.client import open_client
 from expert_booking.domain.model import Booking, Customer, format_instant
+from expert_booking.edge.json_logging import ROOT_LOGGER, configure_logging
 from expert_booking.edge.mcp_server import build_mcp_server
-from expert_booking.edge.observability import ACTION_LOGGER, ROOT_LOGGER, configure_logging
+from expert_booking.edge.observability import ACTION_LOGGER
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.ports import TraceContext
 from expert_booking.services import (

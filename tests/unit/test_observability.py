@@ -20,13 +20,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from expert_booking.domain.errors import BookingError
 from expert_booking.edge import wire
 from expert_booking.edge.envelope import build_meta, failure, guarded
+from expert_booking.edge.json_logging import ROOT_LOGGER, JsonLinesHandler, configure_logging
 from expert_booking.edge.observability import (
     ACTION_LOGGER,
-    ROOT_LOGGER,
     ActionObserver,
-    JsonLinesHandler,
     caller_of,
-    configure_logging,
     derive_trace_id,
 )
 from expert_booking.telemetry import TracingConfigError, configure_tracing

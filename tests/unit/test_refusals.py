@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from expert_booking.edge.http_limits import FD_RESERVE, connection_cap
-from expert_booking.edge.observability import JsonLinesHandler, configure_logging
+from expert_booking.edge.json_logging import JsonLinesHandler, configure_logging
 from expert_booking.edge.refusals import RefusalLog
 
 

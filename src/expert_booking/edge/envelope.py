@@ -79,7 +79,7 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
     A ``BookingError`` is returned as it is (its code is the contract). Anything else is logged
     here with its traceback and becomes ``INTERNAL_ERROR`` carrying only the operation id, so
     no stack trace, path, SQL or exception text ever reaches a caller. The log record carries
-    ``operation_id`` as a field (see ``observability.configure_logging``), which ties the
+    ``operation_id`` as a field (see ``json_logging.configure_logging``), which ties the
     caller's error to the traceback in the log.
     """
     try:
