@@ -172,21 +172,21 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         _startup_failure(f"cannot load the JSON schemas: {exc}")
         return 2
     try:  # last: the configuration is valid, so a database file made here is the one served
-        check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+        busy = check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
     except DatabaseFileError as exc:
         sock.close()
         _startup_failure(
             f"cannot use the database {settings.db_path} (--db / BOOKING_DB_PATH): {exc}"
         )
         return 2
-    warning = settings.payment_sandbox_warning
+    warnings = tuple(note for note in (settings.payment_sandbox_warning, busy) if note)
     return serve(
         app,
         settings.host,
         settings.port,
         sock=sock,
         log_handler=log_handler,
-        warnings=(warning,) if warning else (),
+        warnings=warnings,
         limits=settings,
     )
 

@@ -107,7 +107,16 @@ def pending_migrations(connection: sqlite3.Connection) -> list[Migration]:
         "version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)"
     )
     check_not_newer(connection)
-    applied = {row[0] for row in connection.execute("SELECT version FROM schema_migrations")}
+    return unapplied_migrations(connection)
+
+
+def unapplied_migrations(connection: sqlite3.Connection) -> list[Migration]:
+    """The packaged migrations ``schema_migrations`` does not record; reads only (no table: all)."""
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    query = "SELECT version FROM schema_migrations"
+    applied = {row[0] for row in connection.execute(query)} if exists else set()
     return [migration for migration in load_migrations() if migration.version not in applied]
 
 

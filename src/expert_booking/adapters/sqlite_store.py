@@ -68,6 +68,7 @@ from expert_booking.adapters.sqlite_migrations import (
     apply_migration,
     check_not_newer,
     pending_migrations,
+    unapplied_migrations,
 )
 from expert_booking.adapters.sqlite_rows import (
     booking_from_json,
@@ -362,46 +363,62 @@ class DatabaseFileError(Exception):
     """The file cannot be this server's database (the message says why, without the path)."""
 
 
-def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> None:
+def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> str | None:
     """Prepare the file as ``open`` does, synchronously, and check a newer release did not write it.
 
     For a command that must refuse to start with one clear line before it serves: the store
     itself opens on the serving event loop, where a failure is a startup traceback.
 
+    Returns:
+        A warning for the operator when the file is usable but another process held its write
+        lock past the busy timeout (the server starts; its writes wait or answer STORAGE_BUSY
+        until the lock is released), else ``None``.
+
     Raises:
-        DatabaseFileError: it cannot be opened or created, is not SQLite, is read-only, or
-            a newer release migrated it.
+        DatabaseFileError: it cannot be opened or created, is not SQLite, is read-only, a
+            newer release migrated it, or migrations are pending while another process holds
+            the write lock they need.
     """
     try:
         with contextlib.closing(_connect(str(path), busy_timeout_ms)) as db:
             _switch_to_wal(db, busy_timeout_ms)
             check_not_newer(db)
-            _probe_write(db)
+            if _probe_write(db):
+                return None
+            pending = unapplied_migrations(db)
     except sqlite3.Error as exc:
         name = getattr(exc, "sqlite_errorname", type(exc).__name__)
         raise DatabaseFileError(f"{name}: {exc}") from exc
     except SchemaTooNewError as exc:
         raise DatabaseFileError(str(exc)) from exc
+    held = (
+        f"another process held the database's write lock for longer than the busy timeout "
+        f"({busy_timeout_ms} ms)"
+    )
+    if pending:
+        msg = f"{held}, and {len(pending)} migration(s) of this release must write: retry"
+        raise DatabaseFileError(msg)
+    return f"{held} at start: writes wait or answer STORAGE_BUSY until it is released"
 
 
-def _probe_write(db: sqlite3.Connection) -> None:
-    """A write that is rolled back: a read-only file already in WAL passed the switch.
+def _probe_write(db: sqlite3.Connection) -> bool:
+    """A write that is rolled back (a read-only file already in WAL passed the switch).
 
-    A write lock another process holds past the busy timeout is no fault of the file: the
-    server starts, and its writes answer STORAGE_BUSY until the lock is released (a restart
-    during another process's long write would otherwise fail).
+    ``False`` when another process holds the write lock past the busy timeout: no fault of the
+    file, which the caller judges by what would have to be written.
     """
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        if getattr(exc, "sqlite_errorname", "") == "SQLITE_BUSY":
-            return
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            return False
         raise
     try:
         version = int(db.execute("PRAGMA user_version").fetchone()[0])
         db.execute(f"PRAGMA user_version = {version}")
     finally:
         db.execute("ROLLBACK")
+    return True
 
 
 def _prepare_file(path: str, busy_timeout_ms: int) -> None:
