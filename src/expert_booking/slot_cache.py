@@ -49,6 +49,11 @@ class SlotSearchCache(Generic[T]):
         self.generation += 1
 
     def invalidate_if_any(self, stale: Callable[[T], bool]) -> None:
-        """Invalidate when some cached value is ``stale`` (it shows what is no longer so)."""
+        """Drop the entries when one is ``stale`` (it shows what is no longer so).
+
+        ``generation`` grows either way: a value computed before the news (a search in flight,
+        which may still show the same thing) is not stored afterwards.
+        """
         if any(stale(entry.value) for entry in self._entries.values()):
-            self.invalidate()
+            self._entries.clear()
+        self.generation += 1

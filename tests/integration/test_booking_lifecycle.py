@@ -725,3 +725,24 @@ async def test_a_reschedule_of_an_unknown_booking_keeps_the_slot_page_cache(
     )
     assert refused.code == "BOOKING_NOT_FOUND"
     assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+
+
+async def test_a_reschedule_refused_on_a_slot_another_server_took_drops_the_search_cache(
+    service: BookingService, store: BookingStore, payments: FakePayments, clock: MutableClock
+) -> None:
+    """As for a refused hold (test_booking_service): the cache listed the target as free."""
+    confirmed = await _confirmed(service, payments, clock)
+    other = BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+    query = SearchSlots(ALL, 20)
+    assert "slot-ai-002" in [
+        s.slot_id for s in (await service.search_available_slots(query, CONTEXT)).slots
+    ]
+    await _hold(other, "slot-ai-002")
+    assert (await service.search_available_slots(query, CONTEXT)).cache_hit
+    refused = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-ai-002"), CONTEXT)
+    )
+    assert refused.code == "SLOT_UNAVAILABLE"
+    page = await service.search_available_slots(query, CONTEXT)
+    assert not page.cache_hit
+    assert "slot-ai-002" not in [slot.slot_id for slot in page.slots]
