@@ -1,5 +1,8 @@
 """Idempotent writes: a command's fingerprint and the replay of a stored outcome.
 
+Also what every write use case shares: the ``Writes`` protocol, ``release_due``, the persisted
+``IdempotencyScope`` names and the operator's paid-after-expiry warning.
+
 Every write use case (hold, confirm, cancel, reschedule) stores its committed outcome under
 ``(scope, key)`` with the fingerprint of its arguments; a repeated key with the same
 fingerprint gets that outcome again, one with another fingerprint IDEMPOTENCY_CONFLICT.

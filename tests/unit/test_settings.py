@@ -234,6 +234,12 @@ def _readme_defaults() -> dict[str, str | None]:
     return rows
 
 
+QUOTA_DEFAULTS = {
+    "QUOTA_PER_CALLER_PER_MINUTE": settings_module.DEFAULT_QUOTA_PER_CALLER_PER_MINUTE,
+    "QUOTA_GLOBAL_PER_MINUTE": settings_module.DEFAULT_QUOTA_GLOBAL_PER_MINUTE,
+}
+
+
 def _as_default(name: str, documented: str) -> object:
     """The setting a documented default gives, read by the real parser."""
     settings = Settings.from_env({name: documented})
@@ -261,7 +267,9 @@ def test_the_defaults_the_readme_table_states_are_the_settings_defaults() -> Non
         documented = rows[name]
         if documented is None:
             assert default in (None, ()), name
-        elif default is not None:  # quotas: the documented value is the one in force when on
+        elif default is None:  # quotas: the documented value is the one in force when on
+            assert _as_default(name, documented) == QUOTA_DEFAULTS[name], name
+        else:
             assert _as_default(name, documented) == default, name
 
 
