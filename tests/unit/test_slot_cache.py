@@ -52,3 +52,24 @@ def test_a_page_read_before_an_invalidation_is_not_stored_after_it() -> None:
     cache.invalidate()
     cache.put("q", "page read between", LATER, between)
     assert cache.get("q", T0) is None
+
+
+def test_news_of_a_stale_page_drops_the_pages_only_if_one_shows_it() -> None:
+    cache: SlotSearchCache[str] = SlotSearchCache()
+    cache.put("q", "lists slot-a", LATER, cache.generation)
+    cache.invalidate_if_any(lambda page: "slot-b" in page)
+    assert cache.get("q", T0) == "lists slot-a"
+    cache.invalidate_if_any(lambda page: "slot-a" in page)
+    assert cache.get("q", T0) is None
+
+
+def test_a_page_read_before_news_of_a_stale_page_is_not_stored_after_it() -> None:
+    """A search in flight may show what the news says is gone, whatever is cached now."""
+    cache: SlotSearchCache[str] = SlotSearchCache()
+    before_invalidation = cache.generation
+    cache.invalidate()
+    before_news = cache.generation
+    cache.invalidate_if_any(lambda _page: False)  # nothing cached shows it
+    cache.put("q", "page read before the news", LATER, before_news)
+    cache.put("r", "page read before the invalidation", LATER, before_invalidation)
+    assert (cache.get("q", T0), cache.get("r", T0)) == (None, None)
