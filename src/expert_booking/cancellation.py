@@ -43,7 +43,6 @@ from expert_booking.replay import (
 )
 
 # Namespace of the stored idempotency records (on disk: never rename it).
-CANCEL_SCOPE = IdempotencyScope.CANCEL
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +130,7 @@ class Cancellation:
             now = self._clock.now()
             released = tx.release_overdue(now)
             replayed = replay_outcome(
-                tx.get_idempotency(CANCEL_SCOPE, key, owner=owner), key, digest
+                tx.get_idempotency(IdempotencyScope.CANCEL, key, owner=owner), key, digest
             )
             if replayed is not None:
                 return replayed, released, False
@@ -190,7 +189,7 @@ class Cancellation:
         tx.update_booking(done, expected_version=booking.version)
         tx.put_idempotency(
             IdempotencyRecord(
-                scope=CANCEL_SCOPE,
+                scope=IdempotencyScope.CANCEL,
                 key=command.idempotency_key,
                 fingerprint=digest,
                 booking=done,

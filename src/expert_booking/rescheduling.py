@@ -45,7 +45,6 @@ from expert_booking.replay import (
 )
 
 # Namespace of the stored idempotency records (on disk: never rename it).
-RESCHEDULE_SCOPE = IdempotencyScope.RESCHEDULE
 
 _RESCHEDULABLE = frozenset({BookingStatus.CONFIRMED})
 
@@ -102,7 +101,7 @@ class Rescheduling:
             now = self._clock.now()
             released = tx.release_overdue(now)
             replayed = replay_outcome(
-                tx.get_idempotency(RESCHEDULE_SCOPE, key, owner=owner), key, digest
+                tx.get_idempotency(IdempotencyScope.RESCHEDULE, key, owner=owner), key, digest
             )
             if replayed is not None:
                 return replayed, released, False
@@ -165,7 +164,7 @@ class Rescheduling:
         tx.update_booking(moved, expected_version=booking.version)
         tx.put_idempotency(
             IdempotencyRecord(
-                scope=RESCHEDULE_SCOPE,
+                scope=IdempotencyScope.RESCHEDULE,
                 key=command.idempotency_key,
                 fingerprint=digest,
                 booking=moved,

@@ -94,9 +94,6 @@ logger = logging.getLogger("expert_booking.services")
 T = TypeVar("T")
 R = TypeVar("R")
 
-HOLD_SCOPE = IdempotencyScope.HOLD
-CONFIRM_SCOPE = IdempotencyScope.CONFIRM
-
 
 @dataclass(frozen=True, slots=True)
 class SearchSlots:
@@ -271,7 +268,7 @@ class BookingService:
         def work(tx: Transaction) -> tuple[Booking | BookingError, int]:
             now = self._clock.now()
             found = tx.lookup_hold(
-                HOLD_SCOPE, command.idempotency_key, command.slot_id, owner=owner
+                IdempotencyScope.HOLD, command.idempotency_key, command.slot_id, owner=owner
             )
             # A release changes neither the record nor the slot row, only whether it is free:
             # it runs before the insert, and only when a hold is overdue (one statement less).
@@ -448,7 +445,7 @@ class BookingService:
         tx.insert_booking(booking)
         tx.put_idempotency(
             IdempotencyRecord(
-                scope=HOLD_SCOPE,
+                scope=IdempotencyScope.HOLD,
                 key=command.idempotency_key,
                 fingerprint=fingerprint,
                 booking=booking,
@@ -496,7 +493,7 @@ class BookingService:
         outcome_refusal = payment_refusal(settled)
         tx.put_idempotency(
             IdempotencyRecord(
-                scope=CONFIRM_SCOPE,
+                scope=IdempotencyScope.CONFIRM,
                 key=command.idempotency_key,
                 fingerprint=fingerprint,
                 booking=settled,
@@ -534,7 +531,7 @@ class BookingService:
         def work(tx: Transaction) -> tuple[R | Booking | BookingError, int]:
             now = self._clock.now()
             released = tx.release_overdue(now)
-            record = tx.get_idempotency(CONFIRM_SCOPE, key, owner=owner)
+            record = tx.get_idempotency(IdempotencyScope.CONFIRM, key, owner=owner)
             replayed = replay_outcome(record, key, fingerprint)
             if replayed is not None:
                 return replayed, released
