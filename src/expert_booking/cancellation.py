@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import BookingError, BookingNotFoundError, InvalidStateError
@@ -35,14 +36,12 @@ from expert_booking.policy import BookingPolicy
 from expert_booking.ports import Clock, IdempotencyRecord, PaymentQueryPort, Transaction
 from expert_booking.replay import (
     IdempotencyScope,
-    Writes,
     fingerprint,
     replay_outcome,
     unwrap,
     warn_paid_after_expiry,
 )
-
-# Namespace of the stored idempotency records (on disk: never rename it).
+from expert_booking.writes import Writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +71,12 @@ class Cancellation:
     """Runs ``booking.cancel_booking`` on the service's transactions."""
 
     def __init__(
-        self, *, writes: Writes, payments: PaymentQueryPort, clock: Clock, policy: BookingPolicy
+        self,
+        *,
+        writes: Writes[Any],
+        payments: PaymentQueryPort,
+        clock: Clock,
+        policy: BookingPolicy,
     ) -> None:
         self._writes = writes
         self._payments = payments

@@ -1,6 +1,6 @@
 """Idempotent writes: a command's fingerprint and the replay of a stored outcome.
 
-Also what every write use case shares: the ``Writes`` protocol, ``release_due``, the persisted
+Also what every write use case shares: ``release_due``, the persisted
 ``IdempotencyScope`` names and the operator's paid-after-expiry warning.
 
 Every write use case (hold, confirm, cancel, reschedule) stores its committed outcome under
@@ -14,10 +14,9 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from expert_booking.domain.errors import (
     BookingError,
@@ -26,7 +25,7 @@ from expert_booking.domain.errors import (
 )
 from expert_booking.domain.model import Booking, format_instant
 from expert_booking.domain.rules import payment_refusal
-from expert_booking.ports import IdempotencyRecord, Transaction
+from expert_booking.ports import IdempotencyRecord
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -56,26 +55,6 @@ class IdempotencyScope(StrEnum):
     CONFIRM = "booking.confirm_booking"
     CANCEL = "booking.cancel_booking"
     RESCHEDULE = "booking.reschedule_booking"
-
-
-class Writes(Protocol):
-    """How a use case runs a write transaction and tells the slot cache what it changed."""
-
-    async def run_write(self, work: Callable[[Transaction], T]) -> T:
-        """``BookingStore.run``, shielded from the caller's cancellation."""
-        ...
-
-    def after_write(self, *, released: int, changed: bool) -> None:
-        """Drop the slot-search cache when a transaction released or changed a booking."""
-        ...
-
-    def slot_was_taken(self, slot_id: str) -> None:
-        """Drop the slot-search cache if a cached page lists ``slot_id``, which a write found taken.
-
-        Another process took it (this one's writes drop the cache themselves); without this
-        the same search would go on listing it until the cache's lifetime ran out.
-        """
-        ...
 
 
 def replay_outcome(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import (
@@ -38,13 +38,11 @@ from expert_booking.policy import BookingPolicy
 from expert_booking.ports import Clock, IdempotencyRecord, Transaction
 from expert_booking.replay import (
     IdempotencyScope,
-    Writes,
     fingerprint,
     replay_outcome,
     unwrap,
 )
-
-# Namespace of the stored idempotency records (on disk: never rename it).
+from expert_booking.writes import Writes
 
 _RESCHEDULABLE = frozenset({BookingStatus.CONFIRMED})
 
@@ -73,7 +71,12 @@ class Rescheduling:
     """Runs ``booking.reschedule_booking`` on the service's transactions."""
 
     def __init__(
-        self, *, writes: Writes, clock: Clock, policy: BookingPolicy, alternatives: Alternatives
+        self,
+        *,
+        writes: Writes[Any],
+        clock: Clock,
+        policy: BookingPolicy,
+        alternatives: Alternatives,
     ) -> None:
         self._writes = writes
         self._clock = clock

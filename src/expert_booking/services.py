@@ -1,7 +1,7 @@
 """Use cases of the booking core: search, hold, confirm, get, list. Framework-free.
 
-Cancel and reschedule run in their own modules (``cancellation``, ``rescheduling``) on this
-service's transactions (``run_write``, ``after_write``).
+Cancel and reschedule run in their own modules (``cancellation``, ``rescheduling``); every
+write transaction goes through one ``writes.Writes``, which keeps the slot-search cache true.
 
 Every use case reads the clock once per transaction, releases overdue holds inside the same
 transaction before it reads or writes, and commits idempotency records with the change they
@@ -25,14 +25,13 @@ overdue hold as HELD, and it neither queues behind writers nor answers STORAGE_B
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from expert_booking.call_context import CallContext
 from expert_booking.cancellation import CancelBooking, Cancellation
@@ -88,6 +87,7 @@ from expert_booking.replay import (
 from expert_booking.replay import fingerprint as fingerprint_of
 from expert_booking.rescheduling import RescheduleBooking, Rescheduling
 from expert_booking.slot_cache import SlotSearchCache
+from expert_booking.writes import Writes
 
 logger = logging.getLogger("expert_booking.services")
 
@@ -183,11 +183,12 @@ class BookingService:
         self._clock = clock
         self._policy = policy
         self._cache: SlotSearchCache[SlotPage] = SlotSearchCache()
+        self._writes = Writes(store, self._cache)
         self._cancellation = Cancellation(
-            writes=self, payments=payments, clock=clock, policy=policy
+            writes=self._writes, payments=payments, clock=clock, policy=policy
         )
         self._rescheduling = Rescheduling(
-            writes=self, clock=clock, policy=policy, alternatives=self.alternatives_to
+            writes=self._writes, clock=clock, policy=policy, alternatives=self.alternatives_to
         )
 
     async def cancel_booking(self, command: CancelBooking, context: CallContext) -> Booking:
@@ -209,8 +210,8 @@ class BookingService:
             {
                 "text": query.text,
                 "specialty": query.specialty,
-                "startsAfter": format_optional_instant(query.starts_after),
-                "startsBefore": format_optional_instant(query.starts_before),
+                "starts_after": format_optional_instant(query.starts_after),
+                "starts_before": format_optional_instant(query.starts_before),
             }
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
@@ -252,8 +253,8 @@ class BookingService:
             slots, total = tx.search_free_slots(query, now, offset, limit)
             return SlotSearchResult(slots, total, tx.next_hold_expiry()), now, released
 
-        found, now, released = await self.run_write(work)
-        self.after_write(released=released, changed=False)
+        found, now, released = await self._writes.run_write(work)
+        self._writes.after_write(released=released, changed=False)
         return found, now
 
     async def hold_slot(self, command: HoldSlot, context: CallContext) -> Booking:
@@ -280,11 +281,11 @@ class BookingService:
             return self._hold(tx, command, found.slot, fingerprint, now, owner=owner), released
 
         try:
-            outcome, released = await self.run_write(work)
-            self.after_write(released=released, changed=isinstance(outcome, Booking))
+            outcome, released = await self._writes.run_write(work)
+            self._writes.after_write(released=released, changed=isinstance(outcome, Booking))
             return unwrap(outcome)
         except SlotUnavailableError as refusal:
-            self.slot_was_taken(command.slot_id)
+            self._writes.slot_was_taken(command.slot_id)
             refusal.details["alternatives"] = await self.alternatives_to(command.slot_id)
             raise
 
@@ -320,10 +321,10 @@ class BookingService:
         """
         fingerprint = fingerprint_of(command)
         owner = context.principal.owner
-        outcome, released = await self.run_write(
+        outcome, released = await self._writes.run_write(
             self._confirm_step(command, owner, fingerprint, self._precheck_confirm)
         )
-        self.after_write(released=released, changed=False)
+        self._writes.after_write(released=released, changed=False)
         if outcome is not None:
             return unwrap(outcome)
 
@@ -335,10 +336,10 @@ class BookingService:
         ) -> Booking | BookingError:
             return self._settle(tx, command, fingerprint, answer, now, owner=owner)
 
-        settled, released = await self.run_write(
+        settled, released = await self._writes.run_write(
             self._confirm_step(command, owner, fingerprint, settle)
         )
-        self.after_write(released=released, changed=isinstance(settled, Booking))
+        self._writes.after_write(released=released, changed=isinstance(settled, Booking))
         if isinstance(settled, Booking):
             # FAILED/CLOSED (the slot released) and a payment after expiry (a refund due)
             # were committed above and are reported as errors, exactly as a replay of this
@@ -362,8 +363,8 @@ class BookingService:
                 released = tx.release_overdue(self._clock.now())
                 return tx.get_booking(booking_id, owner=owner), released
 
-            booking, released = await self.run_write(work)
-            self.after_write(released=released, changed=False)
+            booking, released = await self._writes.run_write(work)
+            self._writes.after_write(released=released, changed=False)
         if booking is None:
             raise BookingNotFoundError(booking_id=booking_id)
         return booking
@@ -388,7 +389,7 @@ class BookingService:
                 "list": "bookings",
                 "owner": query.owner,
                 "status": sorted(query.statuses),
-                "idempotencyKey": query.idempotency_key,
+                "idempotency_key": query.idempotency_key,
             }
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
@@ -401,8 +402,8 @@ class BookingService:
                 bookings, total = tx.list_bookings(query, offset, command.limit)
                 return BookingListResult(bookings, total, None), released
 
-            found, released = await self.run_write(work)
-            self.after_write(released=released, changed=False)
+            found, released = await self._writes.run_write(work)
+            self._writes.after_write(released=released, changed=False)
         end = offset + len(found.bookings)
         return BookingPage(
             bookings=tuple(found.bookings),
@@ -547,37 +548,6 @@ class BookingService:
             return BookingNotFoundError(booking_id=command.booking_id)
         return _confirmable(booking, command.expected_version) or self._approval_refusal(
             command, booking, now
-        )
-
-    async def run_write(self, work: Callable[[Transaction], T]) -> T:
-        """``store.run(work)``; a caller that goes away still gets the cache dropped after it.
-
-        A started transaction runs to its end even when its caller is cancelled, and may
-        commit a change then. So the store call is shielded from the caller's cancellation,
-        and the cache is dropped once it has finished: dropping it at the cancellation would
-        let a search between then and the commit cache the old state again.
-        """
-        pending = asyncio.ensure_future(self._store.run(work))
-        try:
-            return await asyncio.shield(pending)
-        except asyncio.CancelledError:
-            pending.add_done_callback(self._drop_cache_after)
-            raise
-
-    def _drop_cache_after(self, finished: asyncio.Future[Any]) -> None:
-        self._cache.invalidate()
-        error = None if finished.cancelled() else finished.exception()
-        if error is not None and not isinstance(error, BookingError):
-            # Nobody awaits this outcome any more: an unexpected failure is logged here.
-            logger.error("transaction of a cancelled request failed", exc_info=error)
-
-    def after_write(self, *, released: int, changed: bool) -> None:
-        if released or changed:
-            self._cache.invalidate()
-
-    def slot_was_taken(self, slot_id: str) -> None:
-        self._cache.invalidate_if_any(
-            lambda page: any(slot.slot_id == slot_id for slot in page.slots)
         )
 
 

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from dotenv.main import DotEnv
 
+from expert_booking.access.caller import IpNetwork
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SANDBOX_PORT = 3100
 """``payment-sandbox``'s default port, where the default payment URLs point."""
@@ -29,8 +31,6 @@ SUPPORTED_AUTH_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
 """Asymmetric JWS algorithms only: ``none`` and the HMAC family (``HS*``) can never be allowed."""
-
-IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class AuthMode(StrEnum):

@@ -41,12 +41,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from expert_booking.access.caller import Caller
+from expert_booking.access.caller import Caller, IpNetwork
 from expert_booking.access.ports import DisabledTool, QuotaCounter, ToolSwitchState
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import BookingError, RateLimitedError, ToolDisabledError
 from expert_booking.edge.request_context import request_caller
-from expert_booking.settings import IpNetwork
 
 logger = logging.getLogger("expert_booking.access")
 

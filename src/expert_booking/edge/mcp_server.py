@@ -13,6 +13,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 
+from expert_booking.access.caller import IpNetwork
 from expert_booking.domain.errors import BookingError, RateLimitedError
 from expert_booking.domain.model import format_instant
 from expert_booking.edge.admission import CallAdmission
@@ -41,7 +42,6 @@ from expert_booking.edge.tools import Outcome, ToolDispatcher
 from expert_booking.edge.wire import render_booking
 from expert_booking.ports import Clock
 from expert_booking.services import BookingService
-from expert_booking.settings import IpNetwork
 
 SERVER_NAME = "expert-booking-mcp"
 # tools/list and server/discover only change with the server version. One hour bounds how long

@@ -10,13 +10,12 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from expert_booking.access.caller import Caller, resolve_caller
+from expert_booking.access.caller import Caller, IpNetwork, resolve_caller
 from expert_booking.call_context import LOCAL, CallContext, Principal
 from expert_booking.domain.model import format_instant, parse_instant
 from expert_booking.edge.bearer_gate import SCOPE_PRINCIPAL
 from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.ports import Clock, TraceContext
-from expert_booking.settings import IpNetwork
 
 _LANGUAGE_TAG_LIMIT = 35
 """RFC 5646 puts a practical limit of 35 characters on a language tag; longer is refused."""
