@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import BookingError, BookingNotFoundError, InvalidStateError
@@ -68,12 +67,12 @@ _Outcome = Booking | BookingError | _PaymentNeeded
 
 
 class Cancellation:
-    """Runs ``booking.cancel_booking`` on the service's transactions."""
+    """Runs ``booking.cancel_booking`` through the shared ``writes.Writes``."""
 
     def __init__(
         self,
         *,
-        writes: Writes[Any],
+        writes: Writes,
         payments: PaymentQueryPort,
         clock: Clock,
         policy: BookingPolicy,

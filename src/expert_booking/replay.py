@@ -16,7 +16,7 @@ import json
 import logging
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from expert_booking.domain.errors import (
     BookingError,
@@ -29,8 +29,6 @@ from expert_booking.ports import IdempotencyRecord
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
-
-T = TypeVar("T")
 
 
 # The warning of a payment after expiry (confirm or cancel saw it) is the services' line.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import (
@@ -68,12 +68,12 @@ class RescheduleBooking:
 
 
 class Rescheduling:
-    """Runs ``booking.reschedule_booking`` on the service's transactions."""
+    """Runs ``booking.reschedule_booking`` through the shared ``writes.Writes``."""
 
     def __init__(
         self,
         *,
-        writes: Writes[Any],
+        writes: Writes,
         clock: Clock,
         policy: BookingPolicy,
         alternatives: Alternatives,

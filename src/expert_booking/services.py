@@ -91,7 +91,6 @@ from expert_booking.writes import Writes
 
 logger = logging.getLogger("expert_booking.services")
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import Slot
 from expert_booking.ports import BookingStore, Transaction
-from expert_booking.slot_cache import SlotSearchCache
 
+# The services' logger: operators filter on it, and the line is the use case's.
 logger = logging.getLogger("expert_booking.services")
 
 T = TypeVar("T")
@@ -29,13 +29,18 @@ class SlotListing(Protocol):
     def slots(self) -> Sequence[Slot]: ...
 
 
-P = TypeVar("P", bound=SlotListing)
+class SlotPages(Protocol):
+    """What ``Writes`` does to the slot-search cache (``slot_cache.SlotSearchCache``)."""
+
+    def invalidate(self) -> None: ...
+
+    def invalidate_if_any(self, stale: Callable[[SlotListing], bool]) -> None: ...
 
 
-class Writes(Generic[P]):
+class Writes:
     """``BookingStore.run`` for writes, and the slot-search cache dropped when they change it."""
 
-    def __init__(self, store: BookingStore, cache: SlotSearchCache[P]) -> None:
+    def __init__(self, store: BookingStore, cache: SlotPages) -> None:
         self._store = store
         self._cache = cache
 
