@@ -79,9 +79,13 @@ def handler_server(seen: list[dict[str, Any]]) -> Server[Any]:
 
 @asynccontextmanager
 async def client(
-    scopes: list[str], seen: list[dict[str, Any]] | None = None, *, auth: bool = True
+    scopes: list[str],
+    seen: list[dict[str, Any]] | None = None,
+    *,
+    auth: bool = True,
+    resource: str = RESOURCE,
 ) -> AsyncIterator[httpx2.AsyncClient]:
-    metadata = ResourceMetadata(resource=RESOURCE, authorization_servers=(ISSUER,))
+    metadata = ResourceMetadata(resource=resource, authorization_servers=(ISSUER,))
     app = create_app(
         mcp_server=handler_server([] if seen is None else seen),
         settings=Settings(),
@@ -140,6 +144,20 @@ def test_the_metadata_keeps_an_issuer_without_a_path_exactly() -> None:
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",
     }
+
+
+@pytest.mark.parametrize("resource", [RESOURCE, f"{RESOURCE}/", "https://booking.example/"])
+async def test_the_challenge_names_a_metadata_url_this_server_answers(resource: str) -> None:
+    """RFC 9728 5.1: a client follows ``resource_metadata`` as given, trailing slash and all."""
+    async with client(["booking:read"], resource=resource) as c:
+        refused = await c.post(URL, content=call("tool_catalog.search"), headers=headers())
+        assert refused.status_code == 401
+        challenge = refused.headers["www-authenticate"]
+        metadata_url = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
+        path = httpx2.URL(metadata_url).path
+        published = await c.get(f"http://127.0.0.1:3000{path}")
+    assert published.status_code == 200, (path, published.text)
+    assert published.json()["resource"] == resource
 
 
 async def test_an_admitted_request_carries_its_principal_and_not_its_token() -> None:

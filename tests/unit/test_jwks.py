@@ -261,3 +261,37 @@ async def test_key_documents_are_asked_for_as_sent_and_a_compressed_one_is_refus
     with pytest.raises(JwksUnavailableError):
         await JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic()).key("a", "ES256")
     assert route.calls.last.request.headers["accept-encoding"] == "identity"
+
+
+@respx.mock
+async def test_a_key_set_entry_that_is_no_usable_key_refuses_its_tokens_and_is_logged_once(
+    http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = {"kty": "RSA", "n": "AQAB", "e": "AQAB", "alg": ["RS256"], "kid": "b", "use": "sig"}
+    respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [jwk("a"), broken]}))
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic())
+    with caplog.at_level("WARNING", logger="expert_booking.auth"):
+        assert await keys.key("b", "RS256") is None
+        assert await keys.key("b", "RS256") is None
+    assert [r.getMessage() for r in caplog.records if "not usable" in r.getMessage()] == [
+        f"signing key b of {ISSUER} is not usable: unhashable type: 'list'"
+    ]
+    assert await keys.key("a", "ES256") is not None
+
+
+@respx.mock
+async def test_a_key_document_nested_too_deeply_is_a_failed_fetch(
+    http: httpx.AsyncClient,
+) -> None:
+    depth = 50_000  # 100 KB, under the size cap, far beyond the parser's recursion limit
+    nested = httpx.Response(200, content=b"[" * depth + b"]" * depth)
+    route = respx.get(JWKS).mock(return_value=nested)
+    clock = Monotonic()
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=clock)
+    for _ in range(3):
+        with pytest.raises(JwksUnavailableError):
+            await keys.key("a", "ES256")
+    assert route.call_count == 1  # the failed fetch backs off like any other
+    clock.now += 10
+    route.mock(return_value=key_set("a"))
+    assert await keys.key("a", "ES256") is not None

@@ -80,7 +80,7 @@ class JwksCache:
         self._max_age = max_age_seconds
         self._refetch_interval = refetch_interval_seconds
         self._keys: dict[str, dict[str, Any]] = {}
-        self._parsed: dict[tuple[str, str], jwt.PyJWK] = {}
+        self._parsed: dict[tuple[str, str], jwt.PyJWK | None] = {}
         self._fetched_at: float | None = None
         self._failed_at: float | None = None  # the last fetch that failed
         self._missed_at: float | None = None  # the last fetch an unknown kid started
@@ -111,14 +111,22 @@ class JwksCache:
         if found is None:
             return None
         kid_found, jwk = found
-        cached = self._parsed.get((kid_found, algorithm))
-        if cached is None:
-            try:
-                cached = jwt.PyJWK(jwk, algorithm=None if "alg" in jwk else algorithm)
-            except jwt.PyJWTError:
-                return None
-            self._parsed[kid_found, algorithm] = cached
-        return cached
+        if (kid_found, algorithm) not in self._parsed:
+            self._parsed[kid_found, algorithm] = self._parse(kid_found, jwk, algorithm)
+        return self._parsed[kid_found, algorithm]
+
+    def _parse(self, kid: str, jwk: dict[str, Any], algorithm: str) -> jwt.PyJWK | None:
+        """The key, or ``None`` (logged once per key set) when the entry is not a usable key.
+
+        PyJWT raises its own error for most malformed entries, but a value of the wrong JSON
+        type (an ``alg`` that is a list) surfaces as ``TypeError``; a broken entry must refuse
+        the tokens naming it, never fail the request.
+        """
+        try:
+            return jwt.PyJWK(jwk, algorithm=None if "alg" in jwk else algorithm)
+        except (jwt.PyJWTError, TypeError, ValueError) as exc:
+            logger.warning("signing key %s of %s is not usable: %s", kid, self._issuer, exc)
+            return None
 
     def _lookup(self, kid: str | None) -> tuple[str, dict[str, Any]] | None:
         if kid is None:
@@ -201,7 +209,10 @@ class JwksCache:
                 body = await read_capped(response, MAX_DOCUMENT_BYTES)
             except ValueError as exc:
                 raise KeyDocumentError(f"{url}: {exc}") from exc
-        document = json.loads(body)
+        try:
+            document = json.loads(body)
+        except RecursionError as exc:  # nesting beyond the parser's depth: not a key document
+            raise KeyDocumentError(f"{url}: JSON nested too deeply") from exc
         if not isinstance(document, dict):
             raise KeyDocumentError(f"{url} did not answer a JSON object")
         return document

@@ -5,10 +5,11 @@ for the caller and in total; an admission made at ``t0`` stops counting at ``t0 
 exactly. So no 60-second span ever holds more than the limit, wherever it starts: a fixed
 window would let twice the limit through across its edge, and GCRA (the usual O(1) choice)
 admits the limit as a burst plus one call per ``60 s / limit`` afterwards, about 2x in the
-first minute. The log costs memory for admitted calls only, and every admitted call is in the
-global log, so all logs together hold at most ``global_per_minute`` instants (2,400 bytes at
-300) and at most that many callers have a log. Expired instants leave from the front of a
-deque (amortised O(1)); a caller whose log empties is dropped.
+first minute. The logs cost memory for admitted calls only: the global log holds at most
+``global_per_minute`` instants, a caller's at most ``per_caller_per_minute``, and callers whose
+newest admission left the window are dropped once more than ``global_per_minute`` callers have
+a log, so memory stays under global x per-caller instants (9,000 floats at the defaults).
+Expired instants leave from the front of a deque (amortised O(1)) when their caller calls.
 
 A refused call counts nothing: a client that keeps retrying while refused would otherwise
 never get in again. It runs on the event loop only (no ``await`` inside), so it needs no lock.

@@ -94,12 +94,17 @@ class ResourceMetadata:
         )
 
     def routes(self) -> dict[str, ASGIApp]:
-        """The metadata's local paths (path-inserted and root form) and the SDK's handler."""
+        """The metadata's local paths (path-inserted and root form) and the SDK's handler.
+
+        The path of ``metadata_url`` is among them exactly as the challenges name it (a
+        resource ending in ``/`` keeps it there, RFC 9728 section 3.1), and without the slash.
+        """
         handler = cors_middleware(
             ProtectedResourceMetadataHandler(self.document()).handle, ["GET", "OPTIONS"]
         )
         resource_path = urlsplit(self.resource).path.rstrip("/")
-        paths = {WELL_KNOWN, f"{WELL_KNOWN}{resource_path}", f"{WELL_KNOWN}/mcp"}
+        named = urlsplit(self.metadata_url).path
+        paths = {WELL_KNOWN, f"{WELL_KNOWN}{resource_path}", f"{WELL_KNOWN}/mcp", named}
         return {path: Route(path, handler, methods=["GET", "OPTIONS"]) for path in paths}
 
 
