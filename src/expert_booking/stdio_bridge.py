@@ -16,7 +16,10 @@ Answered locally, because 2026-07-28 has no counterpart: ``initialize`` (from th
 server that cannot be reached gets a JSON-RPC error naming the URL and the cause; a server's own
 refusal is passed through as it came. A request the bridge cannot relay as it is (``params`` or
 ``_meta`` not an object, a method or protocol version that cannot be a header) gets -32600
-naming the member, and no one message's failure ends the relay of the others in flight.
+naming the member, and no one message's failure ends the relay of the others in flight. Lines
+and the server's answers are parsed as strictly as the server parses bodies
+(``edge.json_text.parse_strict``): a lone surrogate or a ``NaN``, which a lax parser takes but
+no UTF-8 line can carry, is -32700 from the host and "no JSON-RPC message" from the server.
 
 The bridge stamps on the host's behalf, so the timestamp ordering it lets a host check starts at
 the bridge, not at the host (NOTES.md). Messages are framed by hand (one JSON text per line, as
@@ -55,6 +58,7 @@ from mcp_types.version import (
 )
 
 from expert_booking.client import DEFAULT_TIMEOUT, ClientSentAtTransport
+from expert_booking.edge.json_text import parse_strict
 
 logger = logging.getLogger("expert_booking.stdio")
 
@@ -66,6 +70,12 @@ LOCAL_EMPTY_RESULTS: Final = frozenset({"ping", "logging/setLevel"})
 
 Message = dict[str, Any]
 Post = Callable[[Message, dict[str, str]], Awaitable[httpx2.Response]]
+
+
+_NOT_JSON: Final = (
+    "Parse error: a line was not one JSON text as RFC 8259 defines it (UTF-8; no NaN or "
+    "Infinity; no lone surrogate escapes, which no UTF-8 text can carry)"
+)
 
 
 class BridgeError(Exception):
@@ -208,7 +218,7 @@ class Bridge:
                 "`expert-booking-mcp serve` running there, and is --url right?"
             ) from exc
         try:
-            answer = response.json()
+            answer = parse_strict(response.content)
         except ValueError:
             answer = None
         if not isinstance(answer, dict) or not ({"result", "error"} & answer.keys()):
@@ -227,15 +237,19 @@ async def serve_stdio(bridge: Bridge) -> None:
     writing = anyio.Lock()
 
     async def answer(message: Any) -> None:
+        request_id = message.get("id") if isinstance(message, dict) else None
         try:
             reply = await bridge.handle(message)
         except Exception:  # one message's failure must not end the relay of all the others
             logger.exception("%s: a message could not be relayed", PROG)
-            request_id = message.get("id") if isinstance(message, dict) else None
             reply = _error(request_id, UNREACHABLE, f"{PROG}: the message could not be relayed")
         if reply is None:
             return
-        line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        except (TypeError, ValueError):  # both directions are parsed strictly: a bug
+            logger.exception("%s: an answer could not be written", PROG)
+            line = _line(_error(request_id, UNREACHABLE, f"{PROG}: an answer could not be written"))
         async with writing:
             await stdout.write(line)
             await stdout.flush()
@@ -245,15 +259,19 @@ async def serve_stdio(bridge: Bridge) -> None:
             if not raw.strip():
                 continue
             try:
-                message = json.loads(raw)
+                message = parse_strict(raw)
             except ValueError:
                 tasks.start_soon(_write_parse_error, stdout, writing)
                 continue
             tasks.start_soon(answer, message)
 
 
+def _line(message: Message) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
 async def _write_parse_error(stdout: Any, writing: anyio.Lock) -> None:
-    line = json.dumps(_error(None, -32700, "Parse error: a line was not JSON")).encode() + b"\n"
+    line = _line(_error(None, -32700, _NOT_JSON))
     async with writing:
         await stdout.write(line)
         await stdout.flush()

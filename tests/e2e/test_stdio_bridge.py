@@ -122,10 +122,16 @@ async def test_a_stopped_server_is_named_with_its_url(mode: Literal["legacy", "a
 async def test_a_malformed_message_is_answered_and_the_relay_goes_on(
     server: ServerProcess,
 ) -> None:
-    """One bad message from a host gets its error; the requests around it are still relayed."""
+    """One bad message from a host gets its error; the requests around it are still relayed.
+
+    A lone surrogate escape (here in the id) or a ``NaN`` is no JSON text a reply could carry
+    back: refused as unparseable, instead of ending the bridge when its answer is written.
+    """
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]},
+        {"jsonrpc": "2.0", "id": "\ud800", "method": "ping"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": []}},
+        {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"n": float("nan")}},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
     ]
     command = [sys.executable, "-m", "expert_booking", "stdio", "--url", server.url]
@@ -134,17 +140,23 @@ async def test_a_malformed_message_is_answered_and_the_relay_goes_on(
         assert bridge.stdout is not None
         await bridge.stdin.send(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
         answers: dict[int, dict[str, Any]] = {}
+        unparsed: list[dict[str, Any]] = []
         buffered = b""
         with anyio.fail_after(60):
-            while len(answers) < len(lines):
+            while len(answers) + len(unparsed) < len(lines):
                 buffered += await bridge.stdout.receive()
                 *complete, buffered = buffered.split(b"\n")
                 for line in complete:
                     answer = json.loads(line)
-                    answers[answer["id"]] = answer
+                    if answer["id"] is None:
+                        unparsed.append(answer)
+                    else:
+                        answers[answer["id"]] = answer
         await bridge.stdin.aclose()
         with anyio.fail_after(30):
             assert await bridge.wait() == 0
+    assert [answer["error"]["code"] for answer in unparsed] == [-32700, -32700]
+    assert sorted(answers) == [1, 2, 3]
     assert answers[1]["error"]["code"] == -32600
     assert "params must be an object" in answers[1]["error"]["message"]
     assert answers[2]["error"]["code"] == -32600

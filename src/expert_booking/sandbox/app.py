@@ -20,6 +20,7 @@ all it asks (an unguessable one, as a payment link is).
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -54,6 +55,8 @@ ACTIONS: Final = {
     "close": PaymentStatus.CLOSED.value,
 }
 _HTML: Final = "text/html"  # Litestar adds "; charset=utf-8" to text/* types itself
+
+logger = logging.getLogger("expert_booking.sandbox")
 
 
 def default_ledger_path(db_path: Path) -> Path:
@@ -202,6 +205,12 @@ async def change_payment(
         )
     except PaymentAlreadyFinalError:
         return Redirect(f"/pay/{booking_id}?already=1", status_code=303)
+    except OSError as exc:  # disk full, a read-only file system: nothing was recorded
+        logger.warning("payment change of %s not recorded: %s", booking_id, exc)
+        return Response(
+            "the payment change could not be recorded (nothing changed): try again",
+            status_code=503,
+        )
     return Redirect(f"/pay/{booking_id}?changed=1", status_code=303)
 
 
@@ -239,7 +248,8 @@ def run(host: str, port: int, db_path: Path, ledger_path: Path | None) -> int:
     """``expert-booking-mcp payment-sandbox``: serve until SIGTERM/SIGINT.
 
     The ready line is ``Payment sandbox: http://HOST:PORT (SANDBOX ...)`` on stderr. A non-loopback
-    ``host`` or an unreadable ledger is one line and status 2; a busy port status 3.
+    ``host`` or a ledger that cannot be read or written is one line and status 2; a busy port
+    status 3.
     """
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
 

@@ -10,7 +10,8 @@ File shape (``version`` 1)::
 A booking without an entry is ``PENDING``. A payment changes once, from ``PENDING`` to ``PAID``,
 ``FAILED`` or ``CLOSED``; each change appends one mailbox message (``kind`` is
 ``payment.<status in lower case>``). Every write replaces the file atomically (a temporary file,
-``fsync``, ``os.replace``), under a lock, so a reader never sees half a ledger.
+``fsync``, ``os.replace``), under a lock, so a reader never sees half a ledger; a change is
+kept in memory only once it is on the disk, so a failed write changes nothing.
 """
 
 from __future__ import annotations
@@ -50,14 +51,21 @@ class Ledger:
     """Payment states and mailbox messages kept in ``path``."""
 
     def __init__(self, path: Path) -> None:
-        """Use ``path``; it is created at the first change.
+        """Use ``path``; it is created at the first change, its directory now.
 
         Raises:
-            LedgerError: ``path`` exists and is not a ledger file.
+            LedgerError: ``path`` exists and is not a ledger file, or no file can be written in
+                its directory (a payment could not be recorded).
         """
         self.path = path
         self._lock = threading.Lock()
         self._data = self._load()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path.parent):
+                pass
+        except OSError as exc:
+            raise LedgerError(f"no ledger can be written beside {path}: {exc}") from exc
 
     def _load(self) -> dict[str, Any]:
         if not self.path.exists():
@@ -86,6 +94,7 @@ class Ledger:
         Raises:
             ValueError: ``status`` is not PAID, FAILED or CLOSED.
             PaymentAlreadyFinalError: the payment is no longer PENDING.
+            OSError: the ledger could not be written; nothing changed.
         """
         if status not in FINAL_STATUSES:
             raise ValueError(f"unknown payment status {status!r}")
@@ -94,20 +103,28 @@ class Ledger:
             if booking_id in payments:
                 raise PaymentAlreadyFinalError(payments[booking_id]["status"])
             paid_at = at if status == "PAID" else None
-            payments[booking_id] = {"status": status, "paidAt": paid_at, "changedAt": at}
             mailbox = self._data["mailbox"]
-            mailbox.append(
-                {
-                    "id": len(mailbox) + 1,
-                    "at": at,
-                    "kind": f"payment.{status.lower()}",
-                    "bookingId": booking_id,
-                    "status": status,
-                    "amount": amount,
-                    "currency": currency,
-                }
-            )
-            self._write()
+            message = {
+                "id": len(mailbox) + 1,
+                "at": at,
+                "kind": f"payment.{status.lower()}",
+                "bookingId": booking_id,
+                "status": status,
+                "amount": amount,
+                "currency": currency,
+            }
+            changed = {
+                **self._data,
+                "payments": {
+                    **payments,
+                    booking_id: {"status": status, "paidAt": paid_at, "changedAt": at},
+                },
+                "mailbox": [*mailbox, message],
+            }
+            # On the disk first: a change that could not be written was never made (the server
+            # must not read PAID that a restart would forget).
+            self._write(changed)
+            self._data = changed
         return Payment(status, paid_at)
 
     def mailbox(self) -> list[dict[str, Any]]:
@@ -115,9 +132,9 @@ class Ledger:
         with self._lock:
             return [dict(message) for message in reversed(self._data["mailbox"])]
 
-    def _write(self) -> None:
+    def _write(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self._data, indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".ledger-")
         replaced = False
         try:

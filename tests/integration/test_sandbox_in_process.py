@@ -1,4 +1,4 @@
-"""The payment sandbox by its own clock: a hold that ran out can no longer be paid.
+"""The payment sandbox in process: by its own clock, and with a ledger it cannot write.
 
 The booking is a real hold in a real server's database (the sandbox reads it as it does in
 use); the sandbox app runs in process with a clock a test moves past ``expiresAt``, so the
@@ -68,3 +68,26 @@ async def test_a_hold_that_ran_out_is_not_payable_though_still_stored_held(
         assert "ran out" in refused.text
         answer = (await http.get(f"{SANDBOX}/payments/{booking['bookingId']}")).json()
         assert answer["status"] == "PENDING"
+
+
+async def test_a_payment_the_ledger_cannot_record_is_503_and_stays_pending(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "expert-booking.db"
+    with ServerProcess(db_path=database) as server:
+        booking = await _hold(server)
+    folder = tmp_path / "ledgers"
+    ledger = Ledger(folder / "ledger.json")
+    folder.rmdir()
+    folder.write_text("")  # a file where the ledger's directory was: every write fails
+    clock = MutableClock(parse_instant(booking["heldAt"]))
+    app = build_sandbox_app(database, ledger, clock=clock)
+    page_url = f"{SANDBOX}/pay/{booking['bookingId']}"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as http:
+        refused = await http.post(page_url, data={"action": "pay"})
+        answer = (await http.get(f"{SANDBOX}/payments/{booking['bookingId']}")).json()
+        mailbox = await http.get(f"{SANDBOX}/mailbox", headers={"accept": "application/json"})
+    assert refused.status_code == 503
+    assert "nothing changed" in refused.text
+    assert (answer["status"], answer["paidAt"]) == ("PENDING", None)
+    assert mailbox.json() == {"messages": []}
