@@ -42,10 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = Settings.from_env().with_overrides(host=args.host, port=args.port, db_path=args.db)
     log_handler = JsonLinesHandler(sys.stderr)  # as the CLI does: action lines straight to it
-    app = build_asgi_app(
-        settings, clock=OffsetFileClock(args.clock_offset_file), action_lines=log_handler
+    clock = OffsetFileClock(args.clock_offset_file)
+    app = build_asgi_app(settings, clock=clock, action_lines=log_handler)
+    return serve(
+        app, settings.host, settings.port, log_handler=log_handler, limits=settings, clock=clock
     )
-    return serve(app, settings.host, settings.port, log_handler=log_handler, limits=settings)
 
 
 def harness_server(

@@ -135,6 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _build_and_serve(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the demo needs none of it.
+    from expert_booking.adapters.clock import SystemClock  # noqa: PLC0415
     from expert_booking.adapters.sqlite_store import (  # noqa: PLC0415
         DatabaseFileError,
         check_database_file,
@@ -162,7 +163,8 @@ def _build_and_serve(args: argparse.Namespace) -> int:
     try:
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
-        app = build_asgi_app(settings, action_lines=log_handler)
+        clock = SystemClock()
+        app = build_asgi_app(settings, clock=clock, action_lines=log_handler)
     except (SettingsError, TracingConfigError) as exc:
         sock.close()
         _startup_failure(f"configuration error: {exc}")
@@ -188,6 +190,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
         log_handler=log_handler,
         warnings=warnings,
         limits=settings,
+        clock=clock,
     )
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
     from expert_booking.edge.json_logging import JsonLinesHandler
+    from expert_booking.ports import Clock
     from expert_booking.settings import Settings
 
 GRACEFUL_SHUTDOWN_SECONDS: Final = 10
@@ -140,6 +141,7 @@ def serve(
     ready_line: str = "MCP endpoint: {base}/mcp",
     warnings: Sequence[str] = (),
     limits: Settings | None = None,
+    clock: Clock | None = None,
 ) -> int:
     """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until a stop signal; 0.
 
@@ -151,6 +153,7 @@ def serve(
     collector on after startup, and ``ready_line`` (``{base}`` is ``http://HOST:PORT`` with the
     bound port) on stderr once connections are accepted, after ``warnings`` (each one
     WARNING record of logger ``expert_booking.serve``). A signal ends the process with status 0.
+    ``clock``: the MCP server's; its plain-HTTP refusals then carry the server timestamp headers.
 
     Raises:
         ListenError: ``sock`` was not given and ``host:port`` cannot be bound.
@@ -174,6 +177,7 @@ def serve(
         http=BoundedHttpProtocol.bound(
             HttpLimits.from_settings(bounds, resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
             refusals=RefusalLog(per_second=bounds.refusal_log_lines_per_second),
+            clock=clock,
         ),
         lifespan="on",
         # uvicorn would rewrite the peer from X-Forwarded-For sent from 127.0.0.1 (its default

@@ -14,11 +14,12 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from expert_booking.domain.model import format_instant, parse_instant
 from expert_booking.testing.server_process import ServerProcess
 from tests.e2e.rawhttp import (
     RawResponse,
@@ -197,12 +198,23 @@ def test_a_valid_discover_over_a_raw_socket_is_served(port: int) -> None:
     assert "x-mcp-server-responded-at" in response.headers
 
 
+def assert_server_stamps(response: Any) -> None:
+    """CONTRACT section 2: every response carries both server stamps (here: the refusal's time)."""
+    received = response.headers["x-mcp-server-received-at"]
+    responded = response.headers["x-mcp-server-responded-at"]
+    for stamp in (received, responded):  # RFC 3339 UTC at millisecond precision
+        assert format_instant(parse_instant(stamp)) == stamp
+    assert parse_instant(received) <= parse_instant(responded)
+    assert abs(datetime.now(UTC) - parse_instant(responded)) < timedelta(minutes=1)
+
+
 def test_a_header_section_over_the_byte_limit_gets_431(port: int) -> None:
     big = {"X-Padding": "a" * MAX_HEADER_BYTES}
     response = exchange(port, _discover_bytes(extra=big))
     assert response is not None
     assert response.status == 431
     assert response.headers["connection"] == "close"
+    assert_server_stamps(response)
 
 
 def test_more_header_fields_than_allowed_get_431(port: int) -> None:
@@ -237,6 +249,7 @@ def test_headers_that_stop_arriving_get_408_and_a_close(port: int) -> None:
         response = read_response(sock)  # the server answers within its deadline
         assert response is not None
         assert response.status == 408
+        assert_server_stamps(response)
         assert closed_by_server(sock)
 
 
@@ -278,6 +291,7 @@ def test_connections_beyond_the_limit_get_503_with_retry_after() -> None:
         assert response is not None
         assert response.status == 503
         assert response.headers["retry-after"] == "1"
+        assert_server_stamps(response)
         for sock in idle:
             sock.close()
         # Capacity is back once the idle connections are gone.

@@ -4,7 +4,10 @@ uvicorn 0.54 under httptools has no header-size limit and no header or body read
 and its ``limit_concurrency`` answers 503 without ``Retry-After``. :class:`BoundedHttpProtocol`
 is uvicorn's own httptools protocol with those bounds added where the bytes arrive, before a
 request exists; its answers are plain HTTP (there is no JSON-RPC request yet) and close the
-connection. Everything else is uvicorn's code path unchanged.
+connection. Like every response (CONTRACT section 2) they carry ``x-mcp-server-received-at`` and
+``x-mcp-server-responded-at`` when the protocol is bound with the server's clock: both the moment
+of the refusal, as no request reached the application to be received. Everything else is
+uvicorn's code path unchanged.
 """
 
 from __future__ import annotations
@@ -15,10 +18,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from expert_booking.domain.model import format_instant
 from expert_booking.edge.refusals import RefusalLog
+from expert_booking.edge.wire_time import SERVER_RECEIVED_HEADER, SERVER_RESPONDED_HEADER
 
 if TYPE_CHECKING:
+    from expert_booking.ports import Clock
     from expert_booking.settings import Settings
+
+Headers = list[tuple[bytes, bytes]]
 
 FD_RESERVE: Final = 64
 """Descriptors kept free of connections (database, log, payment client, listening socket)."""
@@ -73,12 +81,24 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     limits: ClassVar[HttpLimits]
     refusals: ClassVar[RefusalLog]
+    clock: ClassVar[Clock | None]
 
     @classmethod
-    def bound(cls, limits: HttpLimits, refusals: RefusalLog) -> type[BoundedHttpProtocol]:
-        """A subclass that applies ``limits`` (uvicorn constructs protocols itself)."""
-        attributes: dict[str, Any] = {"limits": limits, "refusals": refusals}
+    def bound(
+        cls, limits: HttpLimits, refusals: RefusalLog, clock: Clock | None = None
+    ) -> type[BoundedHttpProtocol]:
+        """A subclass that applies ``limits`` (uvicorn constructs protocols itself).
+
+        With ``clock`` (the MCP server's) the refusals carry the server timestamp headers.
+        """
+        attributes: dict[str, Any] = {"limits": limits, "refusals": refusals, "clock": clock}
         return type("BoundedHttpProtocol", (cls,), attributes)
+
+    def _stamps(self) -> Headers:
+        if self.clock is None:
+            return []
+        now = format_instant(self.clock.now()).encode()
+        return [(SERVER_RECEIVED_HEADER.encode(), now), (SERVER_RESPONDED_HEADER.encode(), now)]
 
     def connection_made(  # type: ignore[override]  # uvicorn's own signature (a stream transport)
         self, transport: asyncio.Transport
@@ -158,13 +178,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             or self._header_fields > self.limits.max_headers
         ):
             self._log(431, "HEADERS_TOO_LARGE")
-            return _PlainAnswer(431, self._header_limit_text())
+            return _PlainAnswer(431, self._header_limit_text(), self._stamps())
         if len(self.connections) > self.limits.max_connections:
             self._log(503, "TOO_MANY_CONNECTIONS")
             return _PlainAnswer(
                 503,
                 f"More than {self.limits.max_connections} connections are open; retry shortly.",
-                retry_after=RETRY_AFTER_SECONDS,
+                [*self._stamps(), (b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
             )
         return None
 
@@ -208,7 +228,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         cycle: RequestResponseCycle | None = self.cycle
         if cycle is not None:
             cycle.keep_alive = False
-        self.transport.write(_plain_response(status, text, retry_after=None))
+        self.transport.write(_plain_response(status, text, self._stamps()))
         self.transport.close()
 
     def _log(self, status: int | None, reason: str) -> None:
@@ -229,37 +249,34 @@ _REASONS: Final = {
 }
 
 
-def _plain_response(status: int, text: str, *, retry_after: int | None) -> bytes:
-    body = text.encode()
-    lines = [
-        b"HTTP/1.1 %d %s" % (status, _REASONS[status]),
-        b"content-type: text/plain; charset=utf-8",
-        b"content-length: %d" % len(body),
-        b"connection: close",
+def _plain_headers(body: bytes, extra: Headers) -> Headers:
+    return [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+        *extra,
     ]
-    if retry_after is not None:
-        lines.append(b"retry-after: %d" % retry_after)
+
+
+def _plain_response(status: int, text: str, extra: Headers) -> bytes:
+    body = text.encode()
+    lines = [b"HTTP/1.1 %d %s" % (status, _REASONS[status])]
+    lines += [name + b": " + value for name, value in _plain_headers(body, extra)]
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
 class _PlainAnswer:
     """An ASGI app answering one plain-text refusal with ``Connection: close``."""
 
-    __slots__ = ("_retry_after", "_status", "_text")
+    __slots__ = ("_extra", "_status", "_text")
 
-    def __init__(self, status: int, text: str, *, retry_after: int | None = None) -> None:
+    def __init__(self, status: int, text: str, extra: Headers) -> None:
         self._status = status
         self._text = text
-        self._retry_after = retry_after
+        self._extra = extra
 
     async def __call__(self, _scope: Any, _receive: Any, send: Any) -> None:
         body = self._text.encode()
-        headers = [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]
-        if self._retry_after is not None:
-            headers.append((b"retry-after", str(self._retry_after).encode()))
+        headers = _plain_headers(body, self._extra)
         await send({"type": "http.response.start", "status": self._status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
