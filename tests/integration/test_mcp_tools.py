@@ -397,8 +397,31 @@ async def test_catalog_tool_input_is_validated_too(stack: Stack) -> None:
         ),
         ("tool_catalog.search", {"query": "hold \ud800", "limit": 2}, ["/query"]),
         ("tool_catalog.call", {"name": "booking.\ud800", "arguments": {}}, ["/name"]),
+        (
+            "tool_catalog.search",
+            {"query": "hold", "limit": 2, "requestSpanId": "\ud800"},
+            ["/requestSpanId", "/requestSpanId"],  # not a UUID, not Unicode text
+        ),
+        (
+            "tool_catalog.call",
+            {
+                "name": "booking.get_booking",
+                "arguments": {"bookingId": "b"},
+                "requestSpanId": "\udc00",
+            },
+            ["/requestSpanId", "/requestSpanId"],  # not a UUID, not Unicode text
+        ),
     ],
-    ids=["customer-name", "customer-note", "slot-query", "booking-id", "catalog-query", "name"],
+    ids=[
+        "customer-name",
+        "customer-note",
+        "slot-query",
+        "booking-id",
+        "catalog-query",
+        "name",
+        "catalog-span-id",
+        "call-span-id",
+    ],
 )
 async def test_text_with_a_lone_surrogate_is_invalid_arguments_not_internal_error(
     raw_http: RawHttp, tool: str, arguments: dict[str, Any], pointers: list[str]
@@ -408,7 +431,7 @@ async def test_text_with_a_lone_surrogate_is_invalid_arguments_not_internal_erro
             arguments = arguments | {"idempotencyKey": str(uuid.uuid4())}
         arguments = {"name": tool, "arguments": arguments}
         tool = "tool_catalog.call"
-    if tool == "tool_catalog.call":
+    if tool == "tool_catalog.call" and "requestSpanId" not in arguments:
         arguments = arguments | {"requestSpanId": str(uuid.uuid4())}
     envelope = await raw_http.call(tool, arguments)
     assert envelope["ok"] is False

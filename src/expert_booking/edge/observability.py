@@ -40,17 +40,23 @@ def derive_trace_id(request_span_id: str | None) -> str:
     """The 32-hex trace id of a request: the UUID's own digits, so one request is one trace.
 
     A nil UUID hashes instead (an all-zero trace id is invalid in W3C trace context); no
-    ``requestSpanId`` (a catalog search or read may omit it) gives a random trace id.
+    ``requestSpanId`` (a catalog search or read may omit it) gives a random trace id. It runs
+    before the arguments are validated, so any string hashes, a lone surrogate included (the
+    validation then refuses it with the call's envelope).
     """
     if request_span_id is None:
         return secrets.token_hex(16)
     try:
         digits = uuid.UUID(request_span_id).hex
     except ValueError:
-        digits = hashlib.sha256(request_span_id.encode()).hexdigest()[:32]
+        digits = _hashed(request_span_id)
     if digits == _ZERO_TRACE:
-        digits = hashlib.sha256(request_span_id.encode()).hexdigest()[:32]
+        digits = _hashed(request_span_id)
     return digits
+
+
+def _hashed(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class CacheStatus(StrEnum):
