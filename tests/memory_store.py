@@ -59,7 +59,7 @@ class _Expert:
         if query.specialty is not None and self.specialty.casefold() != query.specialty.casefold():
             return False
         text = f"{self.name} {self.specialty} {self.keywords}".casefold()
-        return all(token in text for token in query.text.casefold().split())
+        return all(token in text for token in query.tokens())
 
 
 @dataclass(slots=True)

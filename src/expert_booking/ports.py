@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,6 +10,8 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from expert_booking.domain.model import Booking, BookingStatus, Money, PaymentAnswer, Slot
+
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
 
 T = TypeVar("T")
 
@@ -64,6 +67,15 @@ class SlotQuery:
     specialty: str | None
     starts_after: datetime | None
     starts_before: datetime | None
+
+    def tokens(self) -> list[str]:
+        """The words a match holds, each somewhere in the expert's case-folded text.
+
+        Case-folded, split at whitespace and at control characters (a NUL would otherwise cut
+        a token short in an engine's C strings, and match nearly everything). Every store
+        engine matches these, and only these.
+        """
+        return _CONTROL_CHARACTERS.sub(" ", self.text).casefold().split()
 
 
 LOCAL_OWNER = "local"

@@ -653,6 +653,9 @@ async def test_search_leaves_out_slots_that_have_started(store: BookingStore) ->
         ("nobody", []),
         ("%", []),
         ("_", []),
+        ("\x00", SEED_ORDER),  # no token at all: every slot, as an empty text
+        ("a\x00qqq", []),  # control characters separate tokens: "a" and "qqq"
+        ("lin\x00LLM\x85", ["slot-ai-001", "slot-ai-002"]),
     ],
 )
 async def test_search_text_requires_every_token_case_insensitively(

@@ -174,7 +174,7 @@ def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> d
         "starts_after": format_optional_instant(query.starts_after),
         "starts_before": format_optional_instant(query.starts_before),
         "specialty": None if query.specialty is None else query.specialty.casefold(),
-        "tokens": _TOKENS_ENCODER.encode(query.text.casefold().split()),
+        "tokens": _TOKENS_ENCODER.encode(query.tokens()),
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
         "offset": max(0, min(offset, SQLITE_MAX_INTEGER)),
     }
