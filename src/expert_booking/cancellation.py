@@ -166,7 +166,10 @@ class Cancellation:
             # record as confirm records it (refund due), reported as PAID_AFTER_EXPIRY.
             warn_paid_after_expiry(booking.booking_id)
             tx.update_booking(owed, expected_version=booking.version)
-            return payment_refusal(owed) or InvalidStateError(booking_id=booking.booking_id)
+            late = payment_refusal(owed) or InvalidStateError(booking_id=booking.booking_id)
+            # Committed with its record, as confirm commits it: a retry of the key answers the same.
+            tx.put_idempotency(_record(command, digest, owed, late.code))
+            return late
         refusal = changeable(booking, command.expected_version, CANCELLABLE)
         if refusal is not None:
             return refusal
@@ -190,13 +193,17 @@ class Cancellation:
             return exc
         done = cancelled(booking, now=now, answer=answer if held else None)
         tx.update_booking(done, expected_version=booking.version)
-        tx.put_idempotency(
-            IdempotencyRecord(
-                scope=IdempotencyScope.CANCEL,
-                key=command.idempotency_key,
-                fingerprint=digest,
-                booking=done,
-                error_code=None,
-            )
-        )
+        tx.put_idempotency(_record(command, digest, done, None))
         return done
+
+
+def _record(
+    command: CancelBooking, digest: str, booking: Booking, error_code: str | None
+) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        scope=IdempotencyScope.CANCEL,
+        key=command.idempotency_key,
+        fingerprint=digest,
+        booking=booking,
+        error_code=error_code,
+    )

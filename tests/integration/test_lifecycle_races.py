@@ -348,6 +348,9 @@ async def test_a_hold_paid_that_expires_while_its_cancel_queries_payment_owes_a_
         True,
     )
     assert after.version == 3  # expired (2), then the payment on record (3)
+    # The outcome is committed with its idempotency record: a retry of the key answers the same.
+    assert await _outcome(service.cancel_booking(cancel, CONTEXT)) == "PAID_AFTER_EXPIRY"
+    assert (await _get(service, held)).version == 3
 
 
 async def test_a_cancel_that_finds_its_hold_paid_after_expiry_logs_and_names_the_booking(
