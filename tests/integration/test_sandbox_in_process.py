@@ -27,7 +27,8 @@ pytestmark = pytest.mark.anyio
 SANDBOX = "http://127.0.0.1:3100"
 
 
-async def _hold(server: ServerProcess) -> dict[str, Any]:
+async def _held_in(database: Path) -> dict[str, Any]:
+    """A real hold made by a server on ``database``, which is stopped again."""
     call = {
         "name": "booking.hold_slot",
         "arguments": {
@@ -37,8 +38,9 @@ async def _hold(server: ServerProcess) -> dict[str, Any]:
         },
         "requestSpanId": str(uuid.uuid4()),
     }
-    async with open_client(server.url) as client:
-        result = await client.call_tool("tool_catalog.call", call)
+    with ServerProcess(db_path=database) as server:
+        async with open_client(server.url) as client:
+            result = await client.call_tool("tool_catalog.call", call)
     assert result.structured_content is not None
     assert result.structured_content["ok"], result.structured_content
     booking: dict[str, Any] = result.structured_content["data"]
@@ -49,8 +51,7 @@ async def test_a_hold_that_ran_out_is_not_payable_though_still_stored_held(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "expert-booking.db"
-    with ServerProcess(db_path=database) as server:
-        booking = await _hold(server)
+    booking = await _held_in(database)
     expires = parse_instant(booking["expiresAt"])
     clock = MutableClock(expires - timedelta(seconds=1))
     app = build_sandbox_app(database, Ledger(tmp_path / "ledger.json"), clock=clock)
@@ -74,8 +75,7 @@ async def test_a_payment_the_ledger_cannot_record_is_503_and_stays_pending(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "expert-booking.db"
-    with ServerProcess(db_path=database) as server:
-        booking = await _hold(server)
+    booking = await _held_in(database)
     folder = tmp_path / "ledgers"
     ledger = Ledger(folder / "ledger.json")
     folder.rmdir()

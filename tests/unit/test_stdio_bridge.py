@@ -209,46 +209,6 @@ class _Failing(Bridge):
         return await super().handle(message)
 
 
-async def test_one_message_failing_unexpectedly_is_answered_and_the_others_still_are(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
-    ]
-    stdin = io.TextIOWrapper(io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in lines)))
-    stdout = io.TextIOWrapper(io.BytesIO())
-    monkeypatch.setattr(sys, "stdin", stdin)
-    monkeypatch.setattr(sys, "stdout", stdout)
-    await serve_stdio(_Failing(URL, Upstream(ok({}))))
-    written = stdout.buffer.getvalue().decode().splitlines()
-    answers = {answer["id"]: answer for answer in map(json.loads, written)}
-    assert answers[1]["error"]["code"] == -32603
-    assert "could not be relayed" in answers[1]["error"]["message"]
-    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
-
-
-async def test_a_server_answer_no_utf8_line_can_carry_is_an_error_and_the_relay_goes_on(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A server answer holding a lone surrogate escape: refused as no JSON-RPC message."""
-    lone = httpx2.Response(200, content=b'{"jsonrpc":"2.0","id":1,"result":{"x":"\\ud800"}}')
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
-    ]
-    stdin = io.TextIOWrapper(io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in lines)))
-    stdout = io.TextIOWrapper(io.BytesIO())
-    monkeypatch.setattr(sys, "stdin", stdin)
-    monkeypatch.setattr(sys, "stdout", stdout)
-    await serve_stdio(Bridge(URL, Upstream(lone)))
-    written = [json.loads(line) for line in stdout.buffer.getvalue().decode().splitlines()]
-    assert {"jsonrpc": "2.0", "id": 2, "result": {}} in written
-    (failed,) = [answer for answer in written if answer["id"] == 1]
-    assert failed["error"]["code"] == -32603
-    assert "without a JSON-RPC message" in failed["error"]["message"]
-
-
 class _Unwritable(Bridge):
     """A bridge whose answer to request 1 cannot be encoded (a bug, not a refusal)."""
 
@@ -258,9 +218,10 @@ class _Unwritable(Bridge):
         return await super().handle(message)
 
 
-async def test_an_answer_that_cannot_be_written_is_an_error_and_the_others_still_are(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def _answers_to_list_then_ping(
+    monkeypatch: pytest.MonkeyPatch, bridge: Bridge
+) -> dict[Any, dict[str, Any]]:
+    """Run ``serve_stdio`` over a tools/list (id 1) and a ping (id 2); the answers by id."""
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 2, "method": "ping"},
@@ -269,9 +230,35 @@ async def test_an_answer_that_cannot_be_written_is_an_error_and_the_others_still
     stdout = io.TextIOWrapper(io.BytesIO())
     monkeypatch.setattr(sys, "stdin", stdin)
     monkeypatch.setattr(sys, "stdout", stdout)
-    await serve_stdio(_Unwritable(URL, Upstream(ok({}))))
-    written = [json.loads(line) for line in stdout.buffer.getvalue().decode().splitlines()]
-    answers = {answer["id"]: answer for answer in written}
+    await serve_stdio(bridge)
+    written = stdout.buffer.getvalue().decode().splitlines()
+    answers = {answer["id"]: answer for answer in map(json.loads, written)}
+    assert len(answers) == len(written) == len(lines)  # one answer each, none doubled
+    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the other one still is
+    return answers
+
+
+async def test_one_message_failing_unexpectedly_is_answered_and_the_others_still_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = await _answers_to_list_then_ping(monkeypatch, _Failing(URL, Upstream(ok({}))))
+    assert answers[1]["error"]["code"] == -32603
+    assert "could not be relayed" in answers[1]["error"]["message"]
+
+
+async def test_a_server_answer_no_utf8_line_can_carry_is_an_error_and_the_relay_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server answer holding a lone surrogate escape: refused as no JSON-RPC message."""
+    lone = httpx2.Response(200, content=b'{"jsonrpc":"2.0","id":1,"result":{"x":"\\ud800"}}')
+    answers = await _answers_to_list_then_ping(monkeypatch, Bridge(URL, Upstream(lone)))
+    assert answers[1]["error"]["code"] == -32603
+    assert "without a JSON-RPC message" in answers[1]["error"]["message"]
+
+
+async def test_an_answer_that_cannot_be_written_is_an_error_and_the_others_still_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = await _answers_to_list_then_ping(monkeypatch, _Unwritable(URL, Upstream(ok({}))))
     assert answers[1]["error"]["code"] == -32603
     assert "could not be written" in answers[1]["error"]["message"]
-    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
