@@ -246,7 +246,7 @@ async def serve_stdio(bridge: Bridge) -> None:
         if reply is None:
             return
         try:
-            line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            line = _line(reply)
         except (TypeError, ValueError):  # both directions are parsed strictly: a bug
             logger.exception("%s: an answer could not be written", PROG)
             line = _line(_error(request_id, UNREACHABLE, f"{PROG}: an answer could not be written"))
@@ -267,7 +267,8 @@ async def serve_stdio(bridge: Bridge) -> None:
 
 
 def _line(message: Message) -> bytes:
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    """One message as the stdio transport frames it: compact UTF-8 JSON and a newline."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 async def _write_parse_error(stdout: Any, writing: anyio.Lock) -> None:
