@@ -8,6 +8,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from tests.listed_errors import assert_listed
+
 
 async def tool_envelope(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call the MCP tool ``tool``; its envelope, whose ``ok`` must agree with ``isError``."""
@@ -16,6 +18,9 @@ async def tool_envelope(client: Client, tool: str, arguments: dict[str, Any]) ->
     envelope = result.structured_content
     assert isinstance(envelope, dict)
     assert result.is_error is (envelope["ok"] is False)
+    if not envelope["ok"]:
+        name = arguments.get("name") if tool == "tool_catalog.call" else tool
+        assert_listed(str(name), envelope["error"]["code"])
     return envelope
 
 

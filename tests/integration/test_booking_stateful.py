@@ -16,11 +16,11 @@ import json
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -46,6 +46,7 @@ from expert_booking.domain.model import (
     PaymentAnswer,
     PaymentStatus,
 )
+from expert_booking.edge.tool_registry import BY_NAME
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import LOCAL_OWNER
 from expert_booking.rescheduling import RescheduleBooking
@@ -57,6 +58,7 @@ from expert_booking.services import (
     ListBookings,
 )
 from tests.fakes import CONTEXT, FakePayments, MutableClock, answer, approval
+from tests.listed_errors import assert_listed
 
 T = TypeVar("T")
 
@@ -193,8 +195,11 @@ class BookingMachine(RuleBasedStateMachine):
         self.seen_versions: dict[str, int] = {}
         self.ever_expired: set[str] = set()
 
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self.runner.run(coroutine)
+    def run(self, awaitable: Awaitable[T]) -> T:
+        async def awaited() -> T:
+            return await awaitable
+
+        return self.runner.run(awaited())
 
     def teardown(self) -> None:
         try:
@@ -203,13 +208,17 @@ class BookingMachine(RuleBasedStateMachine):
             self.runner.close()
             self.tmp.cleanup()
 
-    def call(self, coroutine: Coroutine[Any, Any, Booking]) -> Booking | str:
+    def call(self, tool: str, command: object) -> Booking | str:
+        """The logical tool's use case on ``command``: its booking, or the code of its refusal,
+        which must be one the tool's schema lists."""
         self.refusal: BookingError | None = None
         try:
-            return self.run(coroutine)
+            booking: Booking = self.run(BY_NAME[tool].use_case(self.service)(command, CONTEXT))
         except BookingError as exc:
             self.refusal = exc
+            assert_listed(tool, exc.code)
             return exc.code
+        return booking
 
     def assert_alternatives_to(self, slot_id: str) -> None:
         """The refusal offers exactly what the model has free instead of ``slot_id``.
@@ -265,7 +274,7 @@ class BookingMachine(RuleBasedStateMachine):
         slot_id = command.slot_id
         taken = self.slot_is_taken(slot_id)
 
-        outcome = self.call(self.service.hold_slot(command, CONTEXT))
+        outcome = self.call("booking.hold_slot", command)
         event(f"hold -> {outcome if isinstance(outcome, str) else outcome.status.value}")
 
         if previous is not None:
@@ -339,7 +348,7 @@ class BookingMachine(RuleBasedStateMachine):
         self.payments.script(command.booking_id, self._answer(target.snapshot, answer_kind))
         calls_before = len(self.payments.calls)
 
-        outcome = self.call(self.service.confirm_booking(command, CONTEXT))
+        outcome = self.call("booking.confirm_booking", command)
         event(f"confirm -> {outcome if isinstance(outcome, str) else outcome.status.value}")
 
         queried = len(self.payments.calls) > calls_before
@@ -393,7 +402,7 @@ class BookingMachine(RuleBasedStateMachine):
             human_approval=self._approval(target.snapshot, "fresh", now),
         )
         self.payments.script(command.booking_id, self._answer(target.snapshot, "PAID"))
-        outcome = self.call(self.service.confirm_booking(command, CONTEXT))
+        outcome = self.call("booking.confirm_booking", command)
         event(f"confirm -> {outcome if isinstance(outcome, str) else outcome.status.value}")
         self._apply_answer(target, command, "PAID", outcome)
 
@@ -447,7 +456,7 @@ class BookingMachine(RuleBasedStateMachine):
         self.payments.script(command.booking_id, self._answer(target.snapshot, answer_kind))
         calls_before = len(self.payments.calls)
 
-        outcome = self.call(self.service.cancel_booking(command, CONTEXT))
+        outcome = self.call("booking.cancel_booking", command)
         event(f"cancel -> {outcome if isinstance(outcome, str) else outcome.status.value}")
         queried = len(self.payments.calls) > calls_before
         if self._replayed(previous, outcome, queried):
@@ -529,7 +538,7 @@ class BookingMachine(RuleBasedStateMachine):
         status, version = target.effective(now)
         calls_before = len(self.payments.calls)
 
-        outcome = self.call(self.service.reschedule_booking(command, CONTEXT))
+        outcome = self.call("booking.reschedule_booking", command)
         event(f"reschedule -> {outcome if isinstance(outcome, str) else outcome.status.value}")
         assert len(self.payments.calls) == calls_before  # a reschedule never asks payment
         if self._replayed(previous, outcome, False):

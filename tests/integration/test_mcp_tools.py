@@ -45,6 +45,7 @@ from expert_booking.settings import Settings
 from harness.inprocess import inprocess_app
 from harness.openapi import RESULT_SCHEMAS
 from tests.fakes import MutableClock, logged_text, make_booking
+from tests.listed_errors import assert_listed
 
 pytestmark = pytest.mark.anyio
 
@@ -106,7 +107,9 @@ def checked_envelope(
     assert len(result.content) == 1
     assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
     name = arguments.get("name", tool) if tool == "tool_catalog.call" else tool
-    if envelope["ok"] and name in RESULT_SCHEMAS:
+    if not envelope["ok"]:
+        assert_listed(name, envelope["error"]["code"])
+    elif name in RESULT_SCHEMAS:
         validator = REGISTRY[RESULT_SCHEMAS[name]].validator
         assert not list(validator.iter_errors(envelope["data"])), envelope["data"]
     return envelope

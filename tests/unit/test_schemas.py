@@ -19,6 +19,7 @@ from expert_booking.edge.observability import CacheStatus
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS
 from harness.contract import drift, input_stems, major_version, schema_files, walk
 from harness.schema_breaking import breaking_changes
+from tests.listed_errors import listed_errors
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 DOCUMENT_KEYS = ("$schema", "$id", "$defs")
@@ -248,6 +249,17 @@ def test_shared_defs_are_identical_in_every_document_that_repeats_them():
             first = seen.setdefault(name, (stem, definition))
             assert definition == first[1], f"$defs/{name} differs in {stem} and {first[0]}"
     assert {"customer", "intent", "meta", "money", "payment"} <= seen.keys()
+
+
+@pytest.mark.parametrize(
+    "stem",
+    sorted(stem for stem in EXPECTED_DOCUMENTS if stem.endswith("_input") and "call" not in stem),
+)
+def test_every_tool_description_ends_with_the_error_codes_it_can_answer(stem):
+    # Which codes are reachable is checked where refusals happen (``tests/listed_errors.py``).
+    listed = listed_errors(stem)
+    assert listed <= set(ErrorCode)
+    assert ErrorCode.INVALID_ARGUMENTS in listed
 
 
 def test_error_schema_lists_every_code_of_the_error_catalog():
