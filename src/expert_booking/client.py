@@ -12,9 +12,10 @@ real send boundary. :class:`ClientSentAtTransport` does that for any ``httpx2`` 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
 import httpx2
@@ -23,7 +24,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.domain.model import format_instant
+from expert_booking.domain.model import format_instant, parse_instant
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_HEADER,
     CLIENT_SENT_META,
@@ -39,6 +40,7 @@ __all__ = (
     "ExchangeHandler",
     "ExchangeRecorder",
     "ServerConnectionError",
+    "chain_error",
     "open_client",
 )
 
@@ -178,6 +180,32 @@ class Exchange:
             self.server_responded_at,
             self.client_received_at,
         ]
+
+
+def chain_error(stamps: Sequence[str | None]) -> str | None:
+    """What is wrong with a chain of wire timestamps, or ``None`` when it holds.
+
+    ``stamps`` are in the contract's order (``clientSentAt``, ``serverReceivedAt``,
+    ``serverResultCreatedAt`` where there is one, ``serverRespondedAt``, ``clientReceivedAt``).
+    Each must be present and in the contract's form (UTC, milliseconds, ``Z``), and none may be
+    earlier than the one before it. The instants are compared, not the strings: text in
+    another offset or form would sort wrongly as a string.
+    """
+    instants = []
+    for position, stamp in enumerate(stamps):
+        if stamp is None:
+            return f"stamp {position} is missing"
+        try:
+            instant = parse_instant(stamp)
+        except ValueError:
+            return f"stamp {position} {stamp!r} is not an RFC 3339 date-time"
+        if format_instant(instant) != stamp:
+            return f"stamp {position} {stamp!r} is not UTC text with milliseconds and Z"
+        instants.append(instant)
+    for position, (earlier, later) in enumerate(pairwise(instants)):
+        if later < earlier:
+            return f"stamp {position + 1} {stamps[position + 1]} is before {stamps[position]}"
+    return None
 
 
 class ExchangeRecorder:

@@ -26,7 +26,7 @@ from typing import Any
 import httpx2
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.client import ServerConnectionError, open_client
+from expert_booking.client import ServerConnectionError, chain_error, open_client
 from expert_booking.domain.model import format_instant
 from expert_booking.settings import SETTING_NAMES
 from expert_booking.testing.sandbox_pair import server_with_sandbox
@@ -87,8 +87,9 @@ class _Story:
                 parts.append(created_at)
             parts += [chain["serverRespondedAt"], chain["clientReceivedAt"]]
             print("     time: " + " <= ".join(p[11:] for p in parts))
-            if parts != sorted(parts):
-                raise DemoFailedError(f"timestamps out of order: {parts}")
+            problem = chain_error(parts)
+            if problem is not None:
+                raise DemoFailedError(f"timestamps out of order: {problem}")
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         result = await self.client.call_tool(tool, arguments)

@@ -21,7 +21,7 @@ import anyio
 import pytest
 from mcp import Client, MCPDeprecationWarning, MCPError, StdioServerParameters
 
-from expert_booking.client import open_client
+from expert_booking.client import chain_error, open_client
 from expert_booking.testing.server_process import ServerProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -79,7 +79,8 @@ async def test_a_stdio_host_books_through_the_bridge_with_stamped_envelopes(
         assert envelope["ok"] is True
         assert envelope["data"]["items"][0]["name"] == "booking.hold_slot"
         meta = envelope["meta"]
-        assert meta["clientSentAt"] <= meta["serverReceivedAt"] <= meta["serverResultCreatedAt"]
+        stamps = [meta["clientSentAt"], meta["serverReceivedAt"], meta["serverResultCreatedAt"]]
+        assert chain_error(stamps) is None, stamps
         assert found.meta is not None
         assert found.meta["clientSentAt"] == meta["clientSentAt"]
 

@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from expert_booking.client import Exchange, ExchangeRecorder, open_client
+from expert_booking.client import Exchange, ExchangeRecorder, chain_error, open_client
 from expert_booking.testing.payment_stub import PaymentStub
 from expert_booking.testing.server_process import ServerProcess
 
@@ -72,7 +72,7 @@ def assert_chain(exchange: Exchange, meta: dict[str, Any], created_at: str | Non
     if created_at is not None:
         chain.append(created_at)
     chain += [meta["serverRespondedAt"], exchange.client_received_at]
-    assert chain == sorted(chain), chain
+    assert chain_error(chain) is None, chain
 
 
 async def test_discover_and_tools_list_carry_the_timestamp_chain(

@@ -15,6 +15,7 @@ from expert_booking.client import (
     ClientSentAtTransport,
     ExchangeRecorder,
     ServerConnectionError,
+    chain_error,
     open_client,
 )
 
@@ -241,3 +242,38 @@ async def test_open_client_reports_the_fallbacks_refusal_when_it_is_not_about_th
         "the server refused the connection: Forbidden: scope booking:read required "
         "(JSON-RPC error -32001)"
     )
+
+
+# --- the timestamp chain a client checks (CONTRACT section 2) --------------------------------
+
+IN_ORDER = [
+    "2030-09-01T00:00:00.000Z",
+    "2030-09-01T00:00:00.001Z",
+    "2030-09-01T00:00:00.001Z",
+    "2030-09-01T00:00:01.000Z",
+]
+
+
+def test_a_chain_in_order_with_equal_neighbours_holds():
+    assert chain_error(IN_ORDER) is None
+
+
+@pytest.mark.parametrize(
+    ("position", "stamp", "problem"),
+    [
+        (1, "2029-12-31T23:59:59.999Z", "is before 2030-09-01T00:00:00.000Z"),
+        # the same instant as IN_ORDER[1] in another offset: sorted as text it would pass
+        (2, "2030-09-01T05:30:00.001+05:30", "is not UTC text with milliseconds and Z"),
+        (2, "2030-09-01T00:00:00.001z", "is not UTC text with milliseconds and Z"),
+        (3, "2030-09-01T00:00:01Z", "is not UTC text with milliseconds and Z"),
+        (3, "2030-09-01T0x", "is not an RFC 3339 date-time"),
+        (0, None, "is missing"),
+    ],
+)
+def test_a_chain_out_of_order_or_out_of_form_is_named(position, stamp, problem):
+    chain: list[str | None] = list(IN_ORDER)
+    chain[position] = stamp
+    error = chain_error(chain)
+    assert error is not None
+    assert error.startswith(f"stamp {position}")
+    assert error.endswith(problem)
