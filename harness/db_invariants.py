@@ -2,20 +2,31 @@
 
 Usage from a test::
 
-    before = booking_versions(db_path)
+    before = booking_states(db_path)
     ...  # drive the server
     assert check_invariants(db_path, previous=before) == []
 
 or from a shell: ``python -m harness.db_invariants PATH``.
 
-The invariants (CONTRACT sections 3-4):
+The invariants (CONTRACT sections 3-4, the state machine of NOTES.md):
 
 - at most one ``HELD``/``CONFIRMED`` booking per slot;
 - versions only grow: every version is at least 1, a booking that left ``HELD`` has moved
-  past version 1, and (given an earlier :func:`booking_versions` snapshot) no booking
+  past version 1, and (given an earlier :func:`booking_states` snapshot) no booking
   disappeared or went back to a lower version;
+- transitions (given a snapshot): a status changes only with the version, and only along the
+  state machine: ``HELD`` to any other status, ``CONFIRMED`` to ``CONFIRMED`` (rescheduled) or
+  ``CANCELLED``, ``EXPIRED`` to ``EXPIRED`` (paid after expiry); the other final statuses
+  never change;
 - every ``CONFIRMED`` booking has a ``PAID`` payment with ``paidAt`` and ``confirmedAt`` set,
   whose amount and currency equal the booking's recorded price and the slot's price;
+- each status's fields agree with it: a ``HELD`` booking is unpaid, unconfirmed, uncancelled
+  and owes no refund; ``PAYMENT_FAILED``/``PAYMENT_CLOSED`` carry that payment status;
+  ``paidAt`` is set exactly when the payment is ``PAID``; ``cancelledAt`` exactly when
+  ``CANCELLED``; a refund is due exactly for a paid booking that is ``CANCELLED`` or ``EXPIRED``;
+- every stored instant is the canonical RFC 3339 UTC text, and they are in order:
+  ``heldAt < expiresAt``, ``startsAt < endsAt``, ``heldAt`` no later than ``confirmedAt``
+  and ``cancelledAt``, and ``expiresAt <= startsAt`` until a booking is rescheduled;
 - every booking refers to an existing slot.
 """
 
@@ -27,9 +38,29 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
-__all__ = ("booking_versions", "check_invariants")
+from expert_booking.domain.model import format_instant, parse_instant
+
+__all__ = ("booking_states", "check_invariants")
 
 _ACTIVE = ("HELD", "CONFIRMED")
+# What a status may become through any number of changes (each one bumps the version).
+_LATER = {
+    "HELD": {"CONFIRMED", "EXPIRED", "PAYMENT_FAILED", "PAYMENT_CLOSED", "CANCELLED"},
+    "CONFIRMED": {"CONFIRMED", "CANCELLED"},
+    "EXPIRED": {"EXPIRED"},
+    "PAYMENT_FAILED": set(),
+    "PAYMENT_CLOSED": set(),
+    "CANCELLED": set(),
+}
+_INSTANTS = (
+    "starts_at",
+    "ends_at",
+    "held_at",
+    "expires_at",
+    "confirmed_at",
+    "paid_at",
+    "cancelled_at",
+)
 
 
 def _connect(db_path: Path | str) -> sqlite3.Connection:
@@ -40,28 +71,39 @@ def _connect(db_path: Path | str) -> sqlite3.Connection:
     return connection
 
 
-def booking_versions(db_path: Path | str) -> dict[str, int]:
-    """Snapshot ``booking_id -> version`` for a later ``check_invariants(previous=...)``."""
+State = tuple[int, str]
+"""A booking's ``(version, status)``."""
+
+
+def booking_states(db_path: Path | str) -> dict[str, State]:
+    """Snapshot ``booking_id -> (version, status)`` for ``check_invariants(previous=...)``."""
     with closing(_connect(db_path)) as db:
-        rows = db.execute("SELECT booking_id, version FROM bookings").fetchall()
-    return {str(row["booking_id"]): int(row["version"]) for row in rows}
+        return _states(db)
+
+
+def _states(db: sqlite3.Connection) -> dict[str, State]:
+    rows = db.execute("SELECT booking_id, version, status FROM bookings").fetchall()
+    return {str(row["booking_id"]): (int(row["version"]), str(row["status"])) for row in rows}
 
 
 def check_invariants(
-    db_path: Path | str, *, previous: Mapping[str, int] | None = None
+    db_path: Path | str, *, previous: Mapping[str, State] | None = None
 ) -> list[str]:
     """Return one human-readable line per violated invariant (empty when all hold).
 
     Args:
         db_path: the server's SQLite file (opened read-only).
-        previous: an earlier :func:`booking_versions` snapshot of the same file; when given,
-            each of those bookings must still exist with a version at least as high.
+        previous: an earlier :func:`booking_states` snapshot of the same file; when given,
+            each of those bookings must still exist, with a version at least as high and a
+            status the state machine allows since.
     """
     with closing(_connect(db_path)) as db:
         return [
             *_one_active_booking_per_slot(db),
             *_versions_grow(db, previous),
             *_confirmed_bookings_are_paid(db),
+            *_fields_agree_with_status(db),
+            *_instants_are_canonical_and_ordered(db),
             *_bookings_have_slots(db),
         ]
 
@@ -81,7 +123,7 @@ def _one_active_booking_per_slot(db: sqlite3.Connection) -> list[str]:
     ]
 
 
-def _versions_grow(db: sqlite3.Connection, previous: Mapping[str, int] | None) -> list[str]:
+def _versions_grow(db: sqlite3.Connection, previous: Mapping[str, State] | None) -> list[str]:
     violations = [
         f"booking {row['booking_id']}: version {row['version']} < 1"
         for row in db.execute("SELECT booking_id, version FROM bookings WHERE version < 1")
@@ -95,17 +137,35 @@ def _versions_grow(db: sqlite3.Connection, previous: Mapping[str, int] | None) -
         )
     ]
     if previous:
-        now = {
-            str(row["booking_id"]): int(row["version"])
-            for row in db.execute("SELECT booking_id, version FROM bookings")
-        }
+        now = _states(db)
         for booking_id, before in sorted(previous.items()):
             after = now.get(booking_id)
             if after is None:
-                violations.append(f"booking {booking_id}: disappeared (was version {before})")
-            elif after < before:
-                violations.append(f"booking {booking_id}: version went from {before} to {after}")
+                violations.append(f"booking {booking_id}: disappeared (was version {before[0]})")
+            else:
+                violations += _transition(booking_id, before, after)
     return violations
+
+
+def _transition(booking_id: str, before: State, after: State) -> list[str]:
+    (old_version, old_status), (new_version, new_status) = before, after
+    if new_version < old_version:
+        return [f"booking {booking_id}: version went from {old_version} to {new_version}"]
+    if new_version == old_version and new_status != old_status:
+        return [
+            (
+                f"booking {booking_id}: {old_status} became {new_status} at the same version "
+                f"{new_version}"
+            )
+        ]
+    if new_version > old_version and new_status not in _LATER[old_status]:
+        return [
+            (
+                f"booking {booking_id}: {old_status} (version {old_version}) became {new_status} "
+                f"(version {new_version}), which the state machine does not allow"
+            )
+        ]
+    return []
 
 
 def _confirmed_bookings_are_paid(db: sqlite3.Connection) -> list[str]:
@@ -134,6 +194,77 @@ def _confirmed_bookings_are_paid(db: sqlite3.Connection) -> list[str]:
             )
         if problems:
             violations.append(f"CONFIRMED booking {row['booking_id']}: " + "; ".join(problems))
+    return violations
+
+
+def _fields_agree_with_status(db: sqlite3.Connection) -> list[str]:
+    rules = (
+        (
+            "paid, confirmed, cancelled or owed a refund while HELD",
+            (
+                "status = 'HELD' AND (payment_status <> 'PENDING' OR confirmed_at IS NOT NULL "
+                "OR cancelled_at IS NOT NULL OR refund_due <> 0)"
+            ),
+        ),
+        ("payment not FAILED", "status = 'PAYMENT_FAILED' AND payment_status <> 'FAILED'"),
+        ("payment not CLOSED", "status = 'PAYMENT_CLOSED' AND payment_status <> 'CLOSED'"),
+        ("paidAt without a PAID payment", "paid_at IS NOT NULL AND payment_status <> 'PAID'"),
+        ("PAID without paidAt", "paid_at IS NULL AND payment_status = 'PAID'"),
+        ("cancelledAt while not CANCELLED", "cancelled_at IS NOT NULL AND status <> 'CANCELLED'"),
+        ("CANCELLED without cancelledAt", "cancelled_at IS NULL AND status = 'CANCELLED'"),
+        (
+            "confirmedAt but never confirmed",
+            "confirmed_at IS NOT NULL AND status NOT IN ('CONFIRMED', 'CANCELLED')",
+        ),
+        (
+            "owed a refund but not paid or still active",
+            "refund_due <> 0 AND (payment_status <> 'PAID' OR status IN ('HELD', 'CONFIRMED'))",
+        ),
+        (
+            "paid and released but owed no refund",
+            "refund_due = 0 AND payment_status = 'PAID' AND status IN ('CANCELLED', 'EXPIRED')",
+        ),
+    )
+    violations: list[str] = []
+    for problem, condition in rules:
+        rows = db.execute(
+            f"SELECT booking_id, status FROM bookings WHERE {condition} ORDER BY booking_id"  # noqa: S608
+        )
+        violations += [f"{row['status']} booking {row['booking_id']}: {problem}" for row in rows]
+    return violations
+
+
+def _instants_are_canonical_and_ordered(db: sqlite3.Connection) -> list[str]:
+    violations: list[str] = []
+    for row in db.execute(
+        f"SELECT booking_id, history_json, {', '.join(_INSTANTS)} FROM bookings "  # noqa: S608
+        "ORDER BY booking_id"
+    ):
+        problems: list[str] = []
+        instants = {}
+        for column in _INSTANTS:
+            text = row[column]
+            if text is None:
+                continue
+            try:
+                instants[column] = parse_instant(text)
+            except ValueError:
+                problems.append(f"{column} {text!r} is not an RFC 3339 instant")
+                continue
+            if format_instant(instants[column]) != text:
+                problems.append(f"{column} {text!r} is not canonical UTC text")
+        order = [("held_at", "expires_at"), ("starts_at", "ends_at")]
+        order += [("held_at", "confirmed_at"), ("held_at", "cancelled_at")]
+        if row["history_json"] == "[]":
+            order.append(("expires_at", "starts_at"))
+        for early, late in order:
+            strict = late in ("expires_at", "ends_at")
+            if early in instants and late in instants:
+                before, after = instants[early], instants[late]
+                if after < before or (strict and after == before):
+                    problems.append(f"{early} {row[early]} is not before {late} {row[late]}")
+        if problems:
+            violations.append(f"booking {row['booking_id']}: " + "; ".join(problems))
     return violations
 
 

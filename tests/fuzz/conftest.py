@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unus
 from expert_booking.client import ClientSentAtTransport
 from expert_booking.testing.payment_stub import PaymentStub
 from expert_booking.testing.server_process import ServerProcess
-from harness.db_invariants import booking_versions, check_invariants
+from harness.db_invariants import State, booking_states, check_invariants
 from harness.openapi import PROTOCOL_VERSION, RESULT_SCHEMAS, load_schema
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -217,18 +217,18 @@ def wire(portal: BlockingPortal, fuzz_server: ServerProcess) -> Iterator[Wire]:
 
 @dataclass
 class DatabaseWatch:
-    """Database invariants after every fuzz test, versions compared with the previous test."""
+    """Database invariants after every fuzz test, states compared with the previous check."""
 
     path: Path
-    versions: dict[str, int]
+    states: dict[str, State]
     violations: list[str]
 
     def check(self, when: str) -> list[str]:
-        """Check now; remember the versions and any violation (prefixed with ``when``)."""
+        """Check now; remember the states and any violation (prefixed with ``when``)."""
         if not self.path.exists():
             return []
-        found = check_invariants(self.path, previous=self.versions)
-        self.versions = booking_versions(self.path)
+        found = check_invariants(self.path, previous=self.states)
+        self.states = booking_states(self.path)
         self.violations += [f"{when}: {line}" for line in found]
         return found
 
@@ -243,7 +243,7 @@ def _invariants_after_each_test(
     request: pytest.FixtureRequest, database_watch: DatabaseWatch
 ) -> Iterator[None]:
     yield
-    database_watch.check(f"after {request.node.name}")
+    assert database_watch.check(f"after {request.node.name}") == []
 
 
 # --------------------------------------------------------------------------- properties

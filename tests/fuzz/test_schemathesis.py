@@ -217,36 +217,134 @@ def test_invariant_checker_reports_every_kind_of_violation(tmp_path: Path) -> No
             INSERT INTO experts VALUES ('e1', 'E', 'AI', '');
             INSERT INTO slots VALUES ('s1', 'e1', '2030-01-01T00:00:00.000Z',
                                       '2030-01-01T01:00:00.000Z', '500.00', 'CNY');
+            INSERT INTO slots VALUES ('s2', 'e1', '2030-01-02T00:00:00.000Z',
+                                      '2030-01-02T01:00:00.000Z', '500.00', 'CNY');
             """
         )
         row = (
             "INSERT INTO bookings (booking_id, slot_id, expert_id, starts_at, ends_at, "
             "customer_json, status, version, held_at, expires_at, confirmed_at, "
-            "payment_page_url, payment_status, payment_amount, payment_currency, paid_at) "
-            "VALUES (?, ?, 'e1', 'a', 'b', '{}', ?, ?, 'h', 'x', ?, 'u', ?, ?, 'CNY', ?)"
+            "payment_page_url, payment_status, payment_amount, payment_currency, paid_at, "
+            "refund_due, cancelled_at) VALUES (?, ?, 'e1', '2030-01-01T00:00:00.000Z', "
+            "'2030-01-01T01:00:00.000Z', '{}', ?, ?, ?, ?, ?, 'u', ?, ?, 'CNY', ?, ?, ?)"
+        )
+        held, expires, later = (
+            "2029-12-31T23:00:00.000Z",
+            "2029-12-31T23:05:00.000Z",
+            "2029-12-31T23:01:00.000Z",
         )
         connection.executemany(
             row,
             [
-                ("b1", "s1", "HELD", 1, None, "PENDING", "500.00", None),
-                ("b2", "s1", "CONFIRMED", 2, "c", "PENDING", "400.00", None),
-                ("b3", "s1", "EXPIRED", 1, None, "PENDING", "500.00", None),
-                ("b4", "nowhere", "PAYMENT_FAILED", 2, None, "FAILED", "500.00", None),
+                ("b1", "s1", "HELD", 1, held, expires, None, "PENDING", "500.00", None, 0, None),
+                (
+                    "b2",
+                    "s1",
+                    "CONFIRMED",
+                    2,
+                    held,
+                    expires,
+                    later,
+                    "PENDING",
+                    "400.00",
+                    None,
+                    0,
+                    None,
+                ),
+                ("b3", "s1", "EXPIRED", 1, held, expires, None, "PENDING", "500.00", None, 0, None),
+                (
+                    "b4",
+                    "nowhere",
+                    "PAYMENT_FAILED",
+                    2,
+                    held,
+                    expires,
+                    None,
+                    "FAILED",
+                    "500.00",
+                    None,
+                    0,
+                    None,
+                ),
+                (
+                    "b5",
+                    "s2",
+                    "CANCELLED",
+                    3,
+                    held,
+                    expires,
+                    later,
+                    "PAID",
+                    "500.00",
+                    later,
+                    1,
+                    later,
+                ),
+                ("b6", "s2", "HELD", 4, held, expires, None, "PENDING", "500.00", None, 0, None),
+                (
+                    "b7",
+                    "s2",
+                    "PAYMENT_CLOSED",
+                    2,
+                    held,
+                    expires,
+                    None,
+                    "FAILED",
+                    "500.00",
+                    None,
+                    0,
+                    None,
+                ),
+                ("b8", "s2", "EXPIRED", 2, held, expires, None, "PAID", "500.00", later, 0, None),
+                (
+                    "b9",
+                    "s2",
+                    "EXPIRED",
+                    2,
+                    "h",
+                    "2030-01-01T04:35:00.000+05:30",
+                    later,
+                    "PENDING",
+                    "500.00",
+                    None,
+                    0,
+                    None,
+                ),
+                ("b10", "s2", "HELD", 1, expires, held, None, "PENDING", "500.00", None, 0, None),
             ],
         )
         connection.commit()
-    found = check_invariants(db, previous={"b1": 3, "gone": 1})
-    assert found == [
+    previous = {"b1": (3, "HELD"), "gone": (1, "HELD"), "b5": (3, "CONFIRMED")}
+    previous |= {"b6": (2, "EXPIRED"), "b4": (1, "HELD")}
+    found = check_invariants(db, previous=previous)
+    assert found == [  # b4's HELD -> PAYMENT_FAILED is allowed: only its slot is wrong
         "slot s1: 2 HELD/CONFIRMED bookings (b1,b2)",
+        "slot s2: 2 HELD/CONFIRMED bookings (b10,b6)",
         (
             "booking b3: status EXPIRED at version 1 (every change bumps the version, so only "
             "HELD may be at version 1)"
         ),
         "booking b1: version went from 3 to 1",
+        "booking b5: CONFIRMED became CANCELLED at the same version 3",
+        (
+            "booking b6: EXPIRED (version 2) became HELD (version 4), which the state machine "
+            "does not allow"
+        ),
         "booking gone: disappeared (was version 1)",
         (
             "CONFIRMED booking b2: payment status PENDING; no paidAt; paid 400.00 CNY but the "
             "slot costs 500.00 CNY"
+        ),
+        "PAYMENT_CLOSED booking b7: payment not CLOSED",
+        "EXPIRED booking b9: confirmedAt but never confirmed",
+        "EXPIRED booking b8: paid and released but owed no refund",
+        (
+            "booking b10: held_at 2029-12-31T23:05:00.000Z is not before expires_at "
+            "2029-12-31T23:00:00.000Z"
+        ),
+        (
+            "booking b9: held_at 'h' is not an RFC 3339 instant; expires_at "
+            "'2030-01-01T04:35:00.000+05:30' is not canonical UTC text"
         ),
         "booking b4: unknown slot nowhere",
     ]
