@@ -170,7 +170,7 @@ class Cancellation:
             # Committed with its record, as confirm commits it: a retry of the key answers the same.
             tx.put_idempotency(_record(command, digest, owed, late.code))
             return late
-        refusal = changeable(booking, command.expected_version, CANCELLABLE)
+        refusal = changeable(booking, command.expected_version, CANCELLABLE, now=now)
         if refusal is not None:
             return refusal
         held = booking.status is BookingStatus.HELD

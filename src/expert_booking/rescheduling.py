@@ -135,7 +135,7 @@ class Rescheduling:
         now: datetime,
     ) -> Booking | BookingError:
         """Check, then move; refusals are returned so the transaction's release commits."""
-        refusal = changeable(booking, command.expected_version, _RESCHEDULABLE)
+        refusal = changeable(booking, command.expected_version, _RESCHEDULABLE, now=now)
         if refusal is not None:
             return refusal
         standing = tx.lookup_slot(command.new_slot_id)

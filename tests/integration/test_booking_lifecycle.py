@@ -482,12 +482,29 @@ async def test_a_reschedule_to_a_taken_or_started_slot_is_slot_unavailable(
         service.reschedule_booking(_reschedule(confirmed, "slot-ai-002"), CONTEXT)
     )
     assert refused.code == "SLOT_UNAVAILABLE"
-    other = await _confirmed(service, payments, clock, "slot-fin-001")
-    clock.set(other.starts_at.replace(day=6, hour=6))
+    other = await _confirmed(service, payments, clock, "slot-fin-002")
+    clock.set(other.starts_at.replace(day=5))  # slot-fin-001's start, a day before its own
     refused = await _refusal(
-        service.reschedule_booking(_reschedule(other, "slot-fin-002"), CONTEXT)
+        service.reschedule_booking(_reschedule(other, "slot-fin-001"), CONTEXT)
     )
     assert (refused.code, refused.message) == ("SLOT_UNAVAILABLE", "The slot has already started.")
+
+
+async def test_once_its_appointment_has_started_a_booking_is_neither_cancelled_nor_moved(
+    service: BookingService, payments: FakePayments, clock: MutableClock
+) -> None:
+    confirmed = await _confirmed(service, payments, clock, "slot-fin-001")
+    clock.set(confirmed.starts_at)
+    moved = await _refusal(
+        service.reschedule_booking(_reschedule(confirmed, "slot-fin-002"), CONTEXT)
+    )
+    approved = _cancel(confirmed, _action_approval(cancel_intent(confirmed), clock))
+    cancelled = await _refusal(service.cancel_booking(approved, CONTEXT))
+    for refused in (moved, cancelled):
+        assert refused.code == "INVALID_STATE"
+        assert refused.details["reason"] == "STARTED"
+        assert refused.details["starts_at"] == confirmed.starts_at
+    assert await _get(service, confirmed) == confirmed  # no refund owed for a session given
 
 
 async def test_only_a_confirmed_booking_can_be_rescheduled(
@@ -562,12 +579,16 @@ async def test_reschedule_refusals_carry_the_details_their_recovery_refers_to(
         None,  # the code's standard message: someone else has it
         "slot-ai-002",
     )
-    clock.set(datetime(2030, 9, 3, 2, tzinfo=UTC))  # slot-ai-002 starts
+    clock.set(datetime(2030, 9, 2, 2, tzinfo=UTC))  # its own slot-ai-001 starts
     started = await refused("slot-ai-002")
-    assert (started.code, started.message, wire_details(started)["slotId"]) == (
-        "SLOT_UNAVAILABLE",
-        "The slot has already started.",
-        "slot-ai-002",
+    assert (started.code, wire_details(started)) == (
+        "INVALID_STATE",
+        {
+            "bookingId": booking_id,
+            "status": "CONFIRMED",
+            "reason": "STARTED",
+            "startsAt": "2030-09-02T02:00:00.000Z",
+        },
     )
     assert await _get(service, confirmed) == confirmed
 

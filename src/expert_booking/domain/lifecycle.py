@@ -32,12 +32,26 @@ CANCELLABLE = frozenset({BookingStatus.HELD, BookingStatus.CONFIRMED})
 
 
 def changeable(
-    booking: Booking, expected_version: int, allowed: frozenset[BookingStatus]
+    booking: Booking, expected_version: int, allowed: frozenset[BookingStatus], *, now: datetime
 ) -> BookingError | None:
-    """Status first (a final booking has nothing to change), then the version."""
+    """Status first (a final booking has nothing to change), then time, then the version.
+
+    Once its appointment has begun a booking is what happened: cancelling it would owe a
+    refund for a session given, moving it a second session for one payment (a hold never
+    lives that long: it expires at the slot's start).
+    """
     if booking.status not in allowed:
         return InvalidStateError(
             booking_id=booking.booking_id, status=booking.status.value, booking=booking
+        )
+    if now >= booking.starts_at:
+        return InvalidStateError(
+            "The appointment has already started; it can no longer be changed.",
+            booking_id=booking.booking_id,
+            status=booking.status.value,
+            reason="STARTED",
+            starts_at=booking.starts_at,
+            booking=booking,
         )
     if booking.version != expected_version:
         return VersionConflictError(
