@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
 import re
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from expert_booking.domain.errors import BookingError
+from expert_booking.domain.errors import BookingError, InternalError
 from expert_booking.edge import wire
 from expert_booking.edge.envelope import build_meta, failure, guarded
 from expert_booking.edge.json_logging import ROOT_LOGGER, JsonLinesHandler, configure_logging
@@ -194,6 +196,34 @@ def test_a_successful_action_logs_its_cache_status(log_stream: io.StringIO) -> N
     assert record["parent_span_id"] is None
 
 
+@pytest.mark.parametrize(
+    ("raised", "outcome", "code"),
+    [(asyncio.CancelledError, "cancelled", None), (RuntimeError, "error", "INTERNAL_ERROR")],
+)
+def test_an_action_an_exception_ends_is_not_logged_as_a_success(
+    log_stream: io.StringIO, raised: type[BaseException], outcome: str, code: str | None
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observer = ActionObserver(MutableClock(), tracer=provider.get_tracer("expert_booking"))
+    with (
+        pytest.raises(raised),
+        observer.action("tool_catalog.call", trace_id="1" * 32, caller=PEER) as outer,
+        observer.action("booking.hold_slot", trace_id="1" * 32, caller=PEER, parent=outer),
+    ):
+        raise raised
+    records, spans = lines(log_stream), exporter.get_finished_spans()
+    assert (len(records), len(spans)) == (2, 2)
+    for record in records:
+        assert (record["outcome"], record["errorCode"]) == (outcome, code)
+    for span in spans:
+        assert span.status.status_code is trace.StatusCode.ERROR
+        assert span.attributes is not None
+        assert span.attributes["expert_booking.outcome"] == outcome
+    provider.shutdown()
+
+
 @pytest.mark.anyio
 async def test_an_unexpected_error_is_one_json_log_line_with_operation_id_and_traceback(
     log_stream: io.StringIO, capsys: pytest.CaptureFixture[str]
@@ -225,6 +255,23 @@ async def test_an_unexpected_error_is_one_json_log_line_with_operation_id_and_tr
     for leak in ("Traceback", "RuntimeError", "secret", "/var/lib"):
         assert leak not in response
     assert capsys.readouterr().err == ""  # nothing reached Python's last-resort handler
+
+
+@pytest.mark.anyio
+async def test_an_internal_error_an_adapter_raised_is_logged_with_the_operation_id_and_cause(
+    log_stream: io.StringIO,
+) -> None:
+    async def store_fails() -> None:
+        try:
+            raise sqlite3.OperationalError("no such table: idempotency")
+        except sqlite3.Error as exc:
+            raise InternalError from exc  # as the store's translate_error raises it
+
+    mapped = await guarded(store_fails, operation_id="op-43")
+    assert isinstance(mapped, InternalError)
+    (record,) = lines(log_stream)
+    assert (record["level"], record["operation_id"]) == ("ERROR", "op-43")
+    assert "sqlite3.OperationalError: no such table: idempotency" in str(record["traceback"])
 
 
 class Collected(logging.Handler):

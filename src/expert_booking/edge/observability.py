@@ -6,6 +6,7 @@ The lines go to an ``ActionLineSink`` (the server's ``json_logging.JsonLinesHand
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import secrets
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
 
+from expert_booking.domain.errors import ErrorCode
 from expert_booking.domain.model import format_instant
 from expert_booking.edge.json_text import compact_text
 from expert_booking.edge.validation import unicode_text
@@ -84,6 +86,7 @@ class Action:
     caller: CallerLabel
     client: str | None = None
     error_code: str | None = None
+    cancelled: bool = False
     cache: str = CacheStatus.BYPASS
     client_skew_ms: int | None = None
     span: trace.Span | None = field(default=None, repr=False, compare=False)
@@ -102,6 +105,24 @@ class Action:
         """Record a failed outcome by its stable error code."""
         self.error_code = code
         self.cache = CacheStatus.BYPASS
+
+    def interrupt(self, exception: type[BaseException]) -> None:
+        """Record that an exception ended the action before it had a result.
+
+        Cancelled (the request was cut off: a client gone, a server shutting down), or an
+        error nothing mapped, which the caller gets as a JSON-RPC internal error.
+        """
+        self.cancelled = issubclass(exception, asyncio.CancelledError)
+        if not self.cancelled:
+            self.error_code = ErrorCode.INTERNAL_ERROR
+        self.cache = CacheStatus.BYPASS
+
+    @property
+    def outcome(self) -> str:
+        """``ok``, ``error`` (see ``error_code``) or ``cancelled``."""
+        if self.cancelled:
+            return "cancelled"
+        return "ok" if self.error_code is None else "error"
 
 
 class ActionScope:
@@ -124,7 +145,9 @@ class ActionScope:
     def __enter__(self) -> Action:
         return self._action
 
-    def __exit__(self, *_exc_info: object) -> None:
+    def __exit__(self, exception: type[BaseException] | None, *_details: object) -> None:
+        if exception is not None:
+            self._action.interrupt(exception)
         self._observer.finish(self._action, self._span, self._started)
 
 
@@ -246,7 +269,7 @@ class ActionObserver:
             "span_id": action.span_id,
             "parent_span_id": action.parent_span_id,
             "operation_id": action.operation_id,
-            "outcome": "ok" if action.error_code is None else "error",
+            "outcome": action.outcome,
             "errorCode": action.error_code,
             "cache": action.cache,
             "clientSkewMs": action.client_skew_ms,
@@ -292,8 +315,9 @@ def _finish_span(span: trace.Span, action: Action) -> None:
     if not span.is_recording():
         return
     span.set_attribute("expert_booking.operation_id", action.operation_id)
-    span.set_attribute("expert_booking.outcome", "ok" if action.error_code is None else "error")
+    span.set_attribute("expert_booking.outcome", action.outcome)
     span.set_attribute("expert_booking.cache", action.cache)
-    if action.error_code is not None:
-        span.set_attribute("error.type", action.error_code)
-        span.set_status(StatusCode.ERROR, action.error_code)
+    failure = "cancelled" if action.cancelled else action.error_code
+    if failure is not None:
+        span.set_attribute("error.type", failure)
+        span.set_status(StatusCode.ERROR, failure)
