@@ -258,6 +258,21 @@ async def test_the_payment_response_time_and_local_receive_time_are_logged(
     assert "None" not in record.getMessage()
 
 
+@pytest.mark.parametrize("header", ["zelda.quux@example.org", "2030-09-01T00:01:02.300Z" * 600])
+async def test_a_response_time_that_is_not_an_instant_is_not_logged(
+    router: respx.MockRouter,
+    payments: HttpPaymentQuery,
+    caplog: pytest.LogCaptureFixture,
+    header: str,
+) -> None:
+    _route(router).respond(200, json=PAID_BODY, headers={"x-payment-responded-at": header})
+    with caplog.at_level(logging.DEBUG, logger="expert_booking.payments"):
+        await payments.query_payment(BOOKING_ID, TRACE)
+    (record,) = [r for r in caplog.records if r.name == "expert_booking.payments"]
+    assert record.__dict__["payment_responded_at"] is None
+    assert "payment service responded -" in record.getMessage()
+
+
 async def test_a_failed_query_is_logged_with_its_trace_and_reason(
     router: respx.MockRouter, payments: HttpPaymentQuery, caplog: pytest.LogCaptureFixture
 ) -> None:

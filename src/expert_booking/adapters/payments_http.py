@@ -45,6 +45,7 @@ _tracer = otel_trace.get_tracer(__name__)
 
 REQUEST_SENT_HEADER = "x-mcp-server-request-sent-at"
 PAYMENT_RESPONDED_HEADER = "x-payment-responded-at"
+_INSTANT_TEXT_LIMIT = 64  # an RFC 3339 date-time with nanoseconds and an offset is 35
 
 
 MAX_ANSWER_BYTES = 64 * 1024
@@ -138,7 +139,9 @@ class HttpPaymentQuery:
                 ) as response,
             ):
                 exchange.http_status = response.status_code
-                exchange.responded_at = response.headers.get(PAYMENT_RESPONDED_HEADER)
+                exchange.responded_at = _instant_or_none(
+                    response.headers.get(PAYMENT_RESPONDED_HEADER)
+                )
                 span.set_attribute("http.response.status_code", response.status_code)
                 if response.status_code != httpx.codes.OK:
                     raise PaymentUnavailableError(reason="HTTP_STATUS")
@@ -205,6 +208,20 @@ class _Exchange:
                 "response_received_at": self.received_at,
             },
         )
+
+
+def _instant_or_none(text: str | None) -> str | None:
+    """The payment service's response time as it sent it, if that is an RFC 3339 date-time.
+
+    Anything else is dropped: free text from a dependency, of any length, never reaches the log.
+    """
+    if text is None or len(text) > _INSTANT_TEXT_LIMIT:
+        return None
+    try:
+        parse_instant(text)
+    except ValueError:
+        return None
+    return text
 
 
 def _parent_context(trace_context: TraceContext) -> Context | None:
