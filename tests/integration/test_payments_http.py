@@ -38,6 +38,8 @@ PAID_BODY = {
     "currency": "CNY",
     "paidAt": "2030-09-01T00:00:30.000Z",
 }
+# The last "amount" is the booking's: read as the last value wins, it would confirm.
+_DUPLICATE_AMOUNT = json.dumps(PAID_BODY).replace('"amount"', '"amount": "1.00", "amount"').encode()
 ANSWER_SCHEMA = SchemaRegistry.load()["payment_answer"].validator
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
@@ -347,6 +349,7 @@ _MISSING = object()
         ({"return_value": httpx.Response(404)}, "HTTP_STATUS"),
         ({"return_value": httpx.Response(201, json=PAID_BODY)}, "HTTP_STATUS"),
         ({"return_value": httpx.Response(200, content=b"{not json")}, "MALFORMED"),
+        ({"return_value": httpx.Response(200, content=_DUPLICATE_AMOUNT)}, "MALFORMED"),
         ({"return_value": httpx.Response(200, content=b"\xff\xfe\x00")}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=[PAID_BODY])}, "MALFORMED"),
         ({"return_value": httpx.Response(200, json=_body(amount=_MISSING))}, "MALFORMED"),

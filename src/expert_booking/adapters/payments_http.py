@@ -162,7 +162,7 @@ class HttpPaymentQuery:
             raise PaymentUnavailableError(reason="MALFORMED") from exc
 
     def _parse_answer(self, body: bytes, received_at: datetime) -> PaymentAnswer:
-        doc: Any = json.loads(body.decode("utf-8"))
+        doc: Any = json.loads(body.decode("utf-8"), object_pairs_hook=_members_once)
         if not self._answer_schema.is_valid(doc):
             raise _MalformedAnswerError("not a payment answer (schemas/payment_answer.json)")
         paid_at = doc.get("paidAt")  # absent is null (CONTRACT 4: PAID without it: MISMATCH)
@@ -208,6 +208,19 @@ class _Exchange:
                 "response_received_at": self.received_at,
             },
         )
+
+
+def _members_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose member names are unique; a repeated name is malformed.
+
+    RFC 8259 leaves duplicates to the reader: ``{"amount": "1.00", "amount": "500.00"}`` would
+    otherwise be read as its last value, and money is not decided by a reader's choice.
+    """
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        msg = "a member name repeats"
+        raise _MalformedAnswerError(msg)
+    return members
 
 
 def _instant_or_none(text: str | None) -> str | None:
