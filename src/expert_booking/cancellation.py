@@ -29,7 +29,7 @@ from expert_booking.domain.rules import (
     check_intent_approval,
     check_payment_matches,
     payment_refusal,
-    record_paid_after_expiry,
+    record_paid_after_release,
 )
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import Clock, IdempotencyRecord, PaymentQueryPort, Transaction
@@ -38,7 +38,7 @@ from expert_booking.replay import (
     fingerprint,
     replay_outcome,
     unwrap,
-    warn_paid_after_expiry,
+    warn_paid_after_release,
 )
 from expert_booking.writes import Writes
 
@@ -160,11 +160,12 @@ class Cancellation:
             return BookingNotFoundError(booking_id=command.booking_id)
         owed = None
         if answer is not None:
-            owed = record_paid_after_expiry(booking, answer, skew=self._policy.approval_skew)
+            owed = record_paid_after_release(booking, answer, skew=self._policy.approval_skew)
         if owed is not None:
-            # The hold expired while its payment was queried, and the person had paid: on
-            # record as confirm records it (refund due), reported as PAID_AFTER_EXPIRY.
-            warn_paid_after_expiry(booking.booking_id)
+            # The hold expired (or another cancel won) while its payment was queried, and the
+            # person had paid: on record as confirm records it (refund due), reported as
+            # PAID_AFTER_EXPIRY (INVALID_STATE for a cancelled one).
+            warn_paid_after_release(booking)
             tx.update_booking(owed, expected_version=booking.version)
             late = payment_refusal(owed) or InvalidStateError(booking_id=booking.booking_id)
             # Committed with its record, as confirm commits it: a retry of the key answers the same.

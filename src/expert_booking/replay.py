@@ -23,7 +23,7 @@ from expert_booking.domain.errors import (
     IdempotencyConflictError,
     InvalidStateError,
 )
-from expert_booking.domain.model import Booking, format_instant
+from expert_booking.domain.model import Booking, BookingStatus, format_instant
 from expert_booking.domain.rules import payment_refusal
 from expert_booking.ports import IdempotencyRecord
 
@@ -31,14 +31,21 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 
-# The warning of a payment after expiry (confirm or cancel saw it) is the services' line.
+# The warning of a payment after release (confirm or cancel saw it) is the services' line.
 _services_log = logging.getLogger("expert_booking.services")
 
 
-def warn_paid_after_expiry(booking_id: str) -> None:
-    """The operator's WARNING line when a payment arrived for a hold that had expired."""
+def warn_paid_after_release(booking: Booking) -> None:
+    """The operator's WARNING line when a payment arrived for a booking already released."""
+    if booking.status is BookingStatus.CANCELLED:
+        _services_log.warning(
+            "paid after cancellation: booking %s was paid after it was cancelled; refund due",
+            booking.booking_id,
+        )
+        return
     _services_log.warning(
-        "paid after expiry: booking %s was paid after its hold expired; refund due", booking_id
+        "paid after expiry: booking %s was paid after its hold expired; refund due",
+        booking.booking_id,
     )
 
 

@@ -63,7 +63,7 @@ from expert_booking.domain.rules import (
     apply_payment,
     check_approval,
     payment_refusal,
-    record_paid_after_expiry,
+    record_paid_after_release,
 )
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
@@ -82,7 +82,7 @@ from expert_booking.replay import (
     release_due,
     replay_outcome,
     unwrap,
-    warn_paid_after_expiry,
+    warn_paid_after_release,
 )
 from expert_booking.replay import fingerprint as fingerprint_of
 from expert_booking.rescheduling import RescheduleBooking, Rescheduling
@@ -471,13 +471,21 @@ class BookingService:
         current = tx.get_booking(command.booking_id, owner=owner)
         if current is None:
             return BookingNotFoundError(booking_id=command.booking_id)
-        # The hold expired while the payment was queried (transaction 1 saw it HELD at the
-        # expected version with a valid approval) and the answer is an exact PAID: money moved
-        # for a released slot. Recorded whatever the approval's age now: it is a fact about
-        # the payment, not a confirmation.
-        owed = record_paid_after_expiry(current, answer, skew=self._policy.approval_skew)
+        # The hold expired or was cancelled while the payment was queried (transaction 1 saw
+        # it HELD at the expected version with a valid approval) and the answer is an exact
+        # PAID: money moved for a released slot. Recorded whatever the approval's age now: it
+        # is a fact about the payment, not a confirmation.
+        owed = record_paid_after_release(current, answer, skew=self._policy.approval_skew)
         if owed is not None:
-            warn_paid_after_expiry(current.booking_id)
+            warn_paid_after_release(current)
+            if owed.status is BookingStatus.CANCELLED:
+                # Told as before (the cancel moved the version); get and list show the refund.
+                tx.update_booking(owed, expected_version=current.version)
+                return VersionConflictError(
+                    booking_id=owed.booking_id,
+                    expected_version=command.expected_version,
+                    current_version=owed.version,
+                )
             settled = owed
         else:
             refusal = _confirmable(current, command.expected_version) or self._approval_refusal(

@@ -215,13 +215,16 @@ async def test_a_hold_paid_while_the_cancel_is_under_way_needs_an_approval_then_
     )
 
 
-async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_no_recorded_refund(
-    service: BookingService, payments: GatedPayments, clock: MutableClock
+async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refund(
+    service: BookingService,
+    payments: GatedPayments,
+    clock: MutableClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The cancel sees PENDING and wins; the confirm in flight then hears PAID, too late.
 
-    Nothing records that payment: the booking stays CANCELLED with payment PENDING and no
-    ``refundDue`` (NOTES.md: a payment made after the cancel's query is the systems' around).
+    The confirm is told VERSION_CONFLICT (the cancel moved the version), and the payment it
+    heard is on record as confirm records one after expiry: payment PAID, ``refundDue``.
     """
     held = await _hold(service)
     payments.answers[held.booking_id] = answer(held, "PENDING")
@@ -234,18 +237,29 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_no_reco
         payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
         return cancelled
 
-    confirmed, cancelled = await _run_while_held_open(
-        payments,
-        held.booking_id,
-        service.confirm_booking(_confirm(held, clock), CONTEXT),
-        cancel_then_person_pays(),
-    )
+    confirm = _confirm(held, clock)
+    with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
+        confirmed, cancelled = await _run_while_held_open(
+            payments,
+            held.booking_id,
+            service.confirm_booking(confirm, CONTEXT),
+            cancel_then_person_pays(),
+        )
     assert isinstance(cancelled, Booking)
     assert (cancelled.status, cancelled.refund_due) == (BookingStatus.CANCELLED, False)
     assert confirmed == "VERSION_CONFLICT"  # the re-read after the payment query saw the cancel
     now = await _get(service, held)
-    assert now == cancelled
-    assert (now.payment.status, now.refund_due) == (PaymentStatus.PENDING, False)
+    assert (now.status, now.version) == (BookingStatus.CANCELLED, cancelled.version + 1)
+    assert (now.payment.status, now.refund_due) == (PaymentStatus.PAID, True)
+    assert [r.getMessage() for r in caplog.records] == [
+        (
+            f"paid after cancellation: booking {held.booking_id} was paid after it was cancelled; "
+            "refund due"
+        )
+    ]
+    # Recorded once: a retry of the confirm is refused before any payment query.
+    assert await _outcome(service.confirm_booking(confirm, CONTEXT)) == "VERSION_CONFLICT"
+    assert await _get(service, held) == now
 
 
 async def test_a_reschedule_and_holds_of_its_target_slot_leave_one_winner(

@@ -27,7 +27,7 @@ from expert_booking.domain.rules import (
     apply_payment,
     check_approval,
     payment_refusal,
-    record_paid_after_expiry,
+    record_paid_after_release,
 )
 from expert_booking.edge.error_texts import recovery_of, wire_details
 from tests.fakes import T0, answer, approval, make_booking
@@ -277,7 +277,7 @@ def test_a_failed_or_closed_payment_releases_the_booking(
 
 def test_an_exact_paid_answer_for_an_expired_booking_records_a_refund_due() -> None:
     expired = make_booking(status=BookingStatus.EXPIRED, version=2)
-    owed = record_paid_after_expiry(expired, answer(expired, "PAID", paid_at=PAID_AT), skew=SKEW)
+    owed = record_paid_after_release(expired, answer(expired, "PAID", paid_at=PAID_AT), skew=SKEW)
     assert owed is not None
     assert (owed.status, owed.version, owed.refund_due) == (BookingStatus.EXPIRED, 3, True)
     assert (owed.payment.status, owed.payment.paid_at) == (PaymentStatus.PAID, PAID_AT)
@@ -287,7 +287,7 @@ def test_an_exact_paid_answer_for_an_expired_booking_records_a_refund_due() -> N
     assert refusal is not None
     assert (refusal.code, refusal.retryable, refusal.booking) == ("PAID_AFTER_EXPIRY", False, owed)
     # Recorded once: the booking's payment is no longer PENDING.
-    assert record_paid_after_expiry(owed, answer(owed, "PAID", paid_at=PAID_AT), skew=SKEW) is None
+    assert record_paid_after_release(owed, answer(owed, "PAID", paid_at=PAID_AT), skew=SKEW) is None
 
 
 @pytest.mark.parametrize(
@@ -310,16 +310,23 @@ def test_only_an_exact_paid_answer_for_an_expired_booking_records_anything(
     arguments: dict[str, Any] = {"status": "PAID", "paid_at": PAID_AT, **changes}
     status = arguments.pop("status")
     late = answer(expired, status, received_at=NOW, **arguments)
-    assert record_paid_after_expiry(expired, late, skew=SKEW) is None
+    assert record_paid_after_release(expired, late, skew=SKEW) is None
 
 
-@pytest.mark.parametrize("status", [s for s in BookingStatus if s is not BookingStatus.EXPIRED])
-def test_a_paid_answer_records_a_refund_due_only_for_an_expired_booking(
-    status: BookingStatus,
-) -> None:
-    booking = make_booking(status=status)
+def test_an_exact_paid_answer_for_a_booking_cancelled_unpaid_records_a_refund_due() -> None:
+    cancelled = make_booking(status=BookingStatus.CANCELLED, version=2)
+    paid = answer(cancelled, "PAID", paid_at=PAID_AT)
+    owed = record_paid_after_release(cancelled, paid, skew=SKEW)
+    assert owed is not None
+    assert (owed.status, owed.version, owed.refund_due) == (BookingStatus.CANCELLED, 3, True)
+    assert (owed.payment.status, owed.payment.paid_at) == (PaymentStatus.PAID, PAID_AT)
+
+
+@pytest.mark.parametrize("status", ["HELD", "CONFIRMED", "PAYMENT_FAILED", "PAYMENT_CLOSED"])
+def test_a_paid_answer_records_a_refund_due_only_for_a_released_booking(status: str) -> None:
+    booking = make_booking(status=BookingStatus(status))
     paid = answer(booking, "PAID", paid_at=PAID_AT)
-    assert record_paid_after_expiry(booking, paid, skew=SKEW) is None
+    assert record_paid_after_release(booking, paid, skew=SKEW) is None
 
 
 def test_the_canonical_intent_of_the_seed_example_hashes_as_specified() -> None:

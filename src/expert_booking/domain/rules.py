@@ -165,20 +165,21 @@ def apply_payment(
     )
 
 
-def record_paid_after_expiry(
+RELEASED_UNPAID = frozenset({BookingStatus.EXPIRED, BookingStatus.CANCELLED})
+
+
+def record_paid_after_release(
     booking: Booking, answer: PaymentAnswer, *, skew: timedelta
 ) -> Booking | None:
-    """The EXPIRED booking with its payment PAID and a refund due, or ``None``.
+    """The released booking with its payment PAID and a refund due, or ``None``.
 
-    Only for an EXPIRED booking whose payment is still PENDING and an answer that is an exact
-    PAID of it (booking, amount, currency, a paid time in the window of :func:`apply_payment`).
-    The booking stays EXPIRED (its slot was released and may be someone else's now); the
-    change is a change like any other (version + 1). Any other answer changes nothing.
+    Only for a booking that expired or was cancelled unpaid (payment still PENDING) while a
+    confirm or cancel queried its payment, and an answer that is an exact PAID of it (booking,
+    amount, currency, a paid time in the window of :func:`apply_payment`): the person paid for
+    a slot that was released and may be someone else's now. The status stays; the change is
+    a change like any other (version + 1). Any other answer changes nothing.
     """
-    if (
-        booking.status is not BookingStatus.EXPIRED
-        or booking.payment.status is not PaymentStatus.PENDING
-    ):
+    if booking.status not in RELEASED_UNPAID or booking.payment.status is not PaymentStatus.PENDING:
         return None
     price = booking.payment.price
     exact = (
@@ -233,7 +234,7 @@ def payment_refusal(
     """The error that reports a committed payment outcome other than a confirmation.
 
     FAILED/CLOSED (the slot released), or a payment PAID for an EXPIRED booking (a refund due:
-    :func:`record_paid_after_expiry`); ``None`` for a confirmed booking.
+    :func:`record_paid_after_release`); ``None`` for a confirmed booking.
     """
     if booking.status is BookingStatus.EXPIRED and booking.payment.status is PaymentStatus.PAID:
         return PaidAfterExpiryError(booking_id=booking.booking_id, booking=booking)
