@@ -262,6 +262,34 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refun
     assert await _get(service, held) == now
 
 
+async def test_a_cancel_that_hears_paid_after_another_cancel_won_records_the_refund(
+    service: BookingService, payments: GatedPayments, clock: MutableClock
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    late = CancelBooking(held.booking_id, 1, _key(), None)
+
+    async def cancel_then_person_pays() -> Booking | str:
+        cancelled = await _outcome(
+            service.cancel_booking(CancelBooking(held.booking_id, 1, _key(), None), CONTEXT)
+        )
+        clock.advance(5)
+        payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+        return cancelled
+
+    refused, cancelled = await _run_while_held_open(
+        payments, held.booking_id, service.cancel_booking(late, CONTEXT), cancel_then_person_pays()
+    )
+    assert isinstance(cancelled, Booking)
+    assert refused == "INVALID_STATE"
+    now = await _get(service, held)
+    assert (now.status, now.version) == (BookingStatus.CANCELLED, cancelled.version + 1)
+    assert (now.payment.status, now.refund_due) == (PaymentStatus.PAID, True)
+    # Committed with its idempotency record: a retry of the key answers the same.
+    assert await _outcome(service.cancel_booking(late, CONTEXT)) == "INVALID_STATE"
+    assert await _get(service, held) == now
+
+
 async def test_a_reschedule_and_holds_of_its_target_slot_leave_one_winner(
     service: BookingService, payments: GatedPayments, clock: MutableClock, store: BookingStore
 ) -> None:
