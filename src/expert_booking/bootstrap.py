@@ -147,7 +147,7 @@ def build_asgi_app(
     """
     clock = clock or SystemClock()
     store = _StoreOpenedAtStartup()
-    tracer_provider = configure_tracing(os.environ)
+    tracer_provider = configure_tracing(os.environ, service_version=package_version())
     # Spans when OTEL_* asks for an exporter, or when the embedding process installed a
     # provider before building the app; else the API would only make no-op spans.
     tracing = tracer_provider is not None or tracer_provider_installed()

@@ -26,9 +26,10 @@ Design:
   it). The worker runs when the loop waits for I/O, finishes the queued calls and hands the
   results back together. Over HTTP this took a ``get_booking`` from 5.8 to 0.4 context
   switches and ~15% less server CPU (NOTES.md, Storage).
-* A second, read-only connection (``PRAGMA query_only``) serves ``peek_booking`` and
-  ``peek_free_slots``: one autocommit statement each, so each sees the last committed state
-  (WAL lets it read while a writer works), never waits for the write lock and never answers
+* A second, read-only connection (``PRAGMA query_only``) serves the peeks (``peek_booking``,
+  ``peek_free_slots``, ``peek_bookings``, ``peek_slots_near``): one autocommit statement
+  each, so each sees the last committed state (WAL lets it read while a writer works),
+  never waits for the write lock and never answers
   ``StorageBusyError`` because of one. Peeks do not release overdue holds; the services fall
   back to a write transaction (release, then read) when what they peeked depends on one.
 * Statements are combined where the result stays readable: a search returns page and total
@@ -42,8 +43,9 @@ Design:
   regardless of case. Tokens are passed as one JSON array (``json_each``), so the SQL text is
   constant whatever the number of tokens. The search selects matching experts first (one
   ``casefold`` per expert, not per slot), then their slots via ``slots_by_expert_start``.
-* Row and JSON mapping lives in ``sqlite_rows``, the SQL text in ``sqlite_sql``, the
-  transaction (every statement of a write) in ``sqlite_transaction``.
+* Row and JSON mapping lives in ``sqlite_rows``, the composed SQL text in ``sqlite_sql``, the
+  transaction (every statement of a write, its one-line statements inline) in
+  ``sqlite_transaction``.
 """
 
 from __future__ import annotations

@@ -136,13 +136,6 @@ class Money:
 
 
 @dataclass(frozen=True, slots=True)
-class Expert:
-    expert_id: str
-    name: str
-    specialty: str
-
-
-@dataclass(frozen=True, slots=True)
 class Slot:
     """A bookable time slot of one expert, joined with the expert's public data."""
 

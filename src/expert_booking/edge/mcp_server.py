@@ -74,7 +74,7 @@ INSTRUCTIONS = _INSTRUCTIONS.format(
 _DESCRIPTIONS = {
     CATALOG_SEARCH: (
         "Step 1 of 3: find the logical tool for a task (search, hold, confirm, read, cancel or "
-        "move a booking): items {name, uri, summary}, best first, then nextCursor."
+        "move a booking): items {name, title, uri, summary}, best first, then nextCursor."
     ),
     CATALOG_READ: (
         "Step 2 of 3: read a logical tool's input schema page by page until next is null; keep "
