@@ -5,18 +5,21 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
+from expert_booking.adapters.payments_http import MAX_ANSWER_BYTES
 from expert_booking.domain.conflicts import ALTERNATIVES_LIMIT
 from expert_booking.domain.errors import ErrorCode, PaymentPendingError
 from expert_booking.domain.model import BookingStatus, Intent, PaymentStatus
 from expert_booking.edge.error_texts import ERROR_TEXTS
 from expert_booking.edge.observability import CacheStatus
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS
+from expert_booking.settings import SETTING_NAMES, Settings
 from harness.contract import drift, input_stems, major_version, schema_files, walk
 from harness.schema_breaking import breaking_changes
 from tests.listed_errors import listed_errors
@@ -260,6 +263,34 @@ def test_every_tool_description_ends_with_the_error_codes_it_can_answer(stem):
     listed = listed_errors(stem)
     assert listed <= set(ErrorCode)
     assert ErrorCode.INVALID_ARGUMENTS in listed
+
+
+_STATED_DEFAULT = re.compile(r"(\d+) seconds (?:of clock skew )?by default[,( ]+([A-Z_]+)")
+
+
+def test_the_defaults_the_schema_texts_state_are_the_servers_defaults():
+    """A model is told the defaults in schema text; they must be the ones the server runs with."""
+    defaults = Settings()
+    stated = [
+        (stem, match.group(2), int(match.group(1)))
+        for stem, document in DOCUMENTS.items()
+        for _, node in walk(document)
+        for text in node.values()
+        if isinstance(text, str)
+        for match in _STATED_DEFAULT.finditer(text)
+    ]
+    assert {variable for _, variable, _ in stated} >= {
+        "HOLD_TTL_SECONDS",
+        "APPROVAL_TTL_SECONDS",
+        "APPROVAL_CLOCK_SKEW_SECONDS",
+        "SLOT_CACHE_TTL_SECONDS",
+    }
+    for stem, variable, seconds in stated:
+        assert variable in SETTING_NAMES, (stem, variable)
+        assert getattr(defaults, variable.lower()) == seconds, (stem, variable)
+    limits = {stem for stem, document in DOCUMENTS.items() if "64 KiB" in json.dumps(document)}
+    assert limits == {"booking_confirm_booking_input", "payment_answer"}
+    assert MAX_ANSWER_BYTES == 64 * 1024
 
 
 def test_error_schema_lists_every_code_of_the_error_catalog():
