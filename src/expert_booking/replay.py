@@ -23,7 +23,7 @@ from expert_booking.domain.errors import (
     IdempotencyConflictError,
     InvalidStateError,
 )
-from expert_booking.domain.model import Booking, BookingStatus, format_instant
+from expert_booking.domain.model import Booking, BookingStatus, format_instant, hold_is_over
 from expert_booking.domain.rules import payment_refusal
 from expert_booking.ports import IdempotencyRecord
 
@@ -79,7 +79,7 @@ def replay_outcome(
 
 def release_due(next_hold_expiry: datetime | None, now: datetime) -> bool:
     """Whether some HELD booking is overdue at ``now`` (so a release must run first)."""
-    return next_hold_expiry is not None and next_hold_expiry <= now
+    return next_hold_expiry is not None and hold_is_over(next_hold_expiry, now)
 
 
 def unwrap(outcome: Booking | BookingError) -> Booking:

@@ -38,6 +38,7 @@ from expert_booking.cancellation import CancelBooking, Cancellation
 from expert_booking.domain.conflicts import ALTERNATIVES_LIMIT, rank_alternatives
 from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
 from expert_booking.domain.errors import (
+    SLOT_STARTED,
     BookingError,
     BookingExpiredError,
     BookingNotFoundError,
@@ -423,7 +424,7 @@ class BookingService:
         if slot is None:
             return SlotNotFoundError(slot_id=command.slot_id)
         if slot.starts_at <= now:
-            return SlotUnavailableError("The slot has already started.", slot_id=slot.slot_id)
+            return SlotUnavailableError(SLOT_STARTED, slot_id=slot.slot_id)
         booking_id = new_booking_id()
         booking = Booking(
             booking_id=booking_id,

@@ -48,6 +48,9 @@ from mcp.shared.inbound import (
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     SERVER_INFO_META_KEY,
 )
@@ -63,9 +66,8 @@ from expert_booking.edge.json_text import parse_strict
 logger = logging.getLogger("expert_booking.stdio")
 
 PROG: Final = "expert-booking-mcp stdio"
-UNREACHABLE: Final = -32603
+UNREACHABLE: Final = INTERNAL_ERROR
 """JSON-RPC "internal error": the bridge could not get an answer from the server."""
-INVALID_REQUEST: Final = -32600
 LOCAL_EMPTY_RESULTS: Final = frozenset({"ping", "logging/setLevel"})
 
 Message = dict[str, Any]
@@ -272,7 +274,7 @@ def _line(message: Message) -> bytes:
 
 
 async def _write_parse_error(stdout: Any, writing: anyio.Lock) -> None:
-    line = _line(_error(None, -32700, _NOT_JSON))
+    line = _line(_error(None, PARSE_ERROR, _NOT_JSON))
     async with writing:
         await stdout.write(line)
         await stdout.flush()

@@ -49,9 +49,6 @@ from expert_booking.ports import (
 
 logger = logging.getLogger("expert_booking.store")
 
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-
 
 class SqliteTransaction:
     """``ports.Transaction`` on the write connection; valid only while its ``work`` runs."""
@@ -220,7 +217,7 @@ def _record(scope: str, key: str, row: sqlite3.Row) -> IdempotencyRecord:
 def translate_error(exc: sqlite3.Error) -> BookingError:
     """Map a sqlite3 error to the domain: lock contention is retryable, the rest internal."""
     code = getattr(exc, "sqlite_errorcode", None)
-    busy = code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    busy = code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     if isinstance(exc, sqlite3.OperationalError) and (
         busy or "database is locked" in str(exc) or "database is busy" in str(exc)
     ):

@@ -89,6 +89,10 @@ class SlotUnavailableError(BookingError):
     code = ErrorCode.SLOT_UNAVAILABLE
 
 
+SLOT_STARTED = "The slot has already started."
+"""The message of a slot refused because its time has come (a hold, a reschedule's target)."""
+
+
 class BookingExpiredError(BookingError):
     code = ErrorCode.BOOKING_EXPIRED
 

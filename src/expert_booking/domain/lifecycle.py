@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from expert_booking.domain.errors import (
+    SLOT_STARTED,
     BookingError,
     InvalidStateError,
     ReschedulePriceDiffersError,
@@ -109,7 +110,7 @@ def reschedule_refusal(
     if target.slot_id == booking.slot_id:
         return SlotUnavailableError("The booking already has this slot.", slot_id=slot_id)
     if target.starts_at <= now:
-        return SlotUnavailableError("The slot has already started.", slot_id=slot_id)
+        return SlotUnavailableError(SLOT_STARTED, slot_id=slot_id)
     price = booking.payment.price
     if (target.price.amount, target.price.currency) != (price.amount, price.currency):
         return ReschedulePriceDiffersError(

@@ -14,6 +14,7 @@ from expert_booking.access.caller import Caller, IpNetwork, resolve_caller
 from expert_booking.call_context import LOCAL, CallContext, Principal
 from expert_booking.domain.model import format_instant, parse_instant
 from expert_booking.edge.bearer_gate import SCOPE_PRINCIPAL
+from expert_booking.edge.client_time import MISSING_CLIENT_TIMESTAMP
 from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.ports import Clock, TraceContext
 
@@ -48,7 +49,7 @@ def request_times(
             raise MCPError(
                 code=types.INVALID_REQUEST,
                 message="Missing or malformed clientSentAt (RFC 3339 UTC).",
-                data={"code": "MISSING_CLIENT_TIMESTAMP"},
+                data={"code": MISSING_CLIENT_TIMESTAMP},
             )
         sent = stamped
     received = _text(scope.get(SCOPE_RECEIVED_AT))

@@ -6,7 +6,6 @@ an intent as its canonical document, a slot through :func:`render_slot`).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from expert_booking.domain.model import (
@@ -14,6 +13,7 @@ from expert_booking.domain.model import (
     Intent,
     Slot,
     format_instant,
+    format_optional_instant,
 )
 from expert_booking.services import BookingPage, SlotPage
 
@@ -44,14 +44,14 @@ def render_booking(booking: Booking) -> dict[str, Any]:
         "version": booking.version,
         "heldAt": format_instant(booking.held_at),
         "expiresAt": format_instant(booking.expires_at),
-        "confirmedAt": _optional_text(booking.confirmed_at),
+        "confirmedAt": format_optional_instant(booking.confirmed_at),
         "paymentPageUrl": booking.payment_page_url,
         "payment": {
             "queryId": payment.query_id,
             "status": payment.status.value,
             "amount": payment.price.amount,
             "currency": payment.price.currency,
-            "paidAt": _optional_text(payment.paid_at),
+            "paidAt": format_optional_instant(payment.paid_at),
         },
         "refundDue": booking.refund_due,
         "confirmationIntent": None
@@ -67,7 +67,7 @@ def render_booking(booking: Booking) -> dict[str, Any]:
             }
             for change in booking.history
         ],
-        "cancelledAt": _optional_text(booking.cancelled_at),
+        "cancelledAt": format_optional_instant(booking.cancelled_at),
     }
 
 
@@ -105,7 +105,3 @@ def render_booking_page(page: BookingPage) -> dict[str, Any]:
         "total": page.total,
         "nextCursor": page.next_cursor,
     }
-
-
-def _optional_text(value: datetime | None) -> str | None:
-    return None if value is None else format_instant(value)
