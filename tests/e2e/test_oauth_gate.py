@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from expert_booking.client import chain_error
 from expert_booking.testing.server_process import ServerProcess
 from harness.authorization_server import AuthorizationServer, Key, Resource
 from harness.mcp_calls import McpCall, encode, hold_arguments, logical, tools_call, tools_list
@@ -105,6 +106,8 @@ def assert_refused(
     response: httpx.Response, status: int, error: str | None, code: str, scope: str
 ) -> None:
     assert response.status_code == status, response.text
+    stamps = [response.headers.get(f"x-mcp-server-{edge}-at") for edge in ("received", "responded")]
+    assert chain_error(stamps) is None, stamps  # CONTRACT 2: every response, refusals too
     expected = {"scope": scope, "resource_metadata": METADATA_URL}
     if error is not None:
         expected["error"] = error

@@ -57,6 +57,9 @@ def stamp(n: int) -> str:
     return (T0 + timedelta(milliseconds=n)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+SECRET = "SELECT secret FROM /var/lib/expert-booking.db"
+
+
 @dataclass
 class Spy:
     """What the test server's tool saw."""
@@ -78,6 +81,8 @@ def spy_server(spy: Spy) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         assert ctx.request is not None
+        if params.name == "explode":  # a handler failing outside any envelope
+            raise RuntimeError(SECRET)
         scope = ctx.request.scope
         spy.calls.append(
             {
@@ -97,7 +102,7 @@ def spy_server(spy: Spy) -> Server[Any]:
         version="1.0.0",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        get_tool_input_schema=lambda name: schema if name == "spy" else None,
+        get_tool_input_schema=lambda name: schema if name in {"spy", "explode"} else None,
     )
 
 
@@ -205,6 +210,43 @@ async def test_every_mcp_response_carries_both_server_timestamp_headers(
     async with http() as c:
         response = await post(c, body, hdrs)
     assert response.status_code == status
+    assert response.headers["x-mcp-server-received-at"] == stamp(0)
+    assert response.headers["x-mcp-server-responded-at"] == stamp(1)
+
+
+async def test_refusals_before_any_handler_and_notifications_carry_both_timestamp_headers() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(40):
+            yield b" " * 1024
+
+    note = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"_meta": {**ENVELOPE, "clientSentAt": SENT}},
+    }
+    async with http() as c:
+        answered = [
+            (await c.get(URL, headers=headers()), 405),
+            (await post(c, rpc(arguments={"pad": "x" * (32 * 1024)})), 413),
+            (await c.post(URL, content=chunks(), headers=headers()), 413),
+            (await post(c, note, headers("notifications/cancelled")), 202),
+        ]
+    for response, status in answered:
+        assert response.status_code == status
+        stamps = [
+            response.headers["x-mcp-server-received-at"],
+            response.headers["x-mcp-server-responded-at"],
+        ]
+        assert chain_error(stamps) is None, (status, stamps)
+
+
+async def test_a_handler_failing_outside_the_envelope_leaks_nothing_and_is_stamped() -> None:
+    async with http() as c:
+        response = await post(c, rpc(name="explode"), headers(**{"mcp-name": "explode"}))
+    body = error_of(response)
+    assert body["error"]["code"] == types.INTERNAL_ERROR
+    for leak in ("secret", "/var/lib", "Traceback", "RuntimeError"):
+        assert leak not in response.text
     assert response.headers["x-mcp-server-received-at"] == stamp(0)
     assert response.headers["x-mcp-server-responded-at"] == stamp(1)
 
