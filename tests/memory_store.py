@@ -39,6 +39,7 @@ from expert_booking.ports import (
     BookingListResult,
     HoldLookup,
     IdempotencyRecord,
+    ListPosition,
     SlotNeighbours,
     SlotQuery,
     SlotSearchResult,
@@ -158,7 +159,7 @@ class MemoryTransaction:
         return SlotStanding(slot, free=not taken)
 
     def list_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> tuple[list[Booking], int]:
         bookings = {
             booking_id: booking
@@ -179,8 +180,12 @@ class MemoryTransaction:
             key=lambda b: (b.held_at, b.booking_id),
             reverse=True,
         )
-        start = max(0, offset)
-        return listed[start : start + max(0, limit)], len(listed)
+        following = [
+            b
+            for b in listed
+            if after is None or (b.held_at, b.booking_id) < (after.held_at, after.booking_id)
+        ]
+        return following[: max(0, limit)], len(listed)
 
     def get_booking(self, booking_id: str, *, owner: str) -> Booking | None:
         return _owned(self._bookings().get(booking_id), owner)
@@ -261,10 +266,10 @@ class MemoryBookingStore:
         return SlotSearchResult(slots, total, tx.next_hold_expiry())
 
     async def peek_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> BookingListResult:
         tx = MemoryTransaction(self._committed, self._experts, self._slots)
-        bookings, total = tx.list_bookings(query, offset, limit)
+        bookings, total = tx.list_bookings(query, after, limit)
         return BookingListResult(bookings, total, tx.next_hold_expiry())
 
     async def peek_slots_near(

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         BookingListResult,
         BookingStore,
         Clock,
+        ListPosition,
         SlotNeighbours,
         SlotQuery,
         SlotSearchResult,
@@ -75,9 +76,9 @@ class _StoreOpenedAtStartup:
         return await self._opened().peek_free_slots(query, now, offset, limit)
 
     async def peek_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> BookingListResult:
-        return await self._opened().peek_bookings(query, offset, limit)
+        return await self._opened().peek_bookings(query, after, limit)
 
     async def peek_slots_near(
         self, slot_id: str, now: datetime, limit: int, *, price: Money | None = None

@@ -100,6 +100,20 @@ class BookingListQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class ListPosition:
+    """Where the next page of a booking list starts: after this booking, in list order.
+
+    The list is newest first (``held_at``, then ``booking_id``, both descending), so the next
+    page holds the bookings ordered after it. Paging by position instead of by offset, a booking
+    that joins or leaves the list between two pages moves no other one: none is skipped or
+    repeated.
+    """
+
+    held_at: datetime
+    booking_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class BookingListResult:
     """A page of bookings, newest first, their total and the earliest hold expiry (one snapshot)."""
 
@@ -206,11 +220,12 @@ class Transaction(Protocol):
         ...
 
     def list_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> tuple[list[Booking], int]:
         """The query's bookings, newest first (``held_at``, then ``booking_id``, descending).
 
-        Returns the page from ``offset`` (at most ``limit``) and the total over all pages.
+        Returns at most ``limit`` of them, those ordered after ``after`` (from the first when
+        ``None``), and the total of the query's bookings over all pages.
         """
         ...
 
@@ -267,7 +282,7 @@ class BookingStore(Protocol):
         ...
 
     async def peek_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> BookingListResult:
         """``list_bookings`` and ``next_hold_expiry`` from one committed snapshot."""
         ...

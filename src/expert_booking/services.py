@@ -36,7 +36,13 @@ from typing import TypeVar
 from expert_booking.call_context import CallContext
 from expert_booking.cancellation import CancelBooking, Cancellation
 from expert_booking.domain.conflicts import ALTERNATIVES_LIMIT, rank_alternatives
-from expert_booking.domain.cursor import decode_cursor, encode_cursor, query_binding
+from expert_booking.domain.cursor import (
+    decode_cursor,
+    decode_key_cursor,
+    encode_cursor,
+    encode_key_cursor,
+    query_binding,
+)
 from expert_booking.domain.errors import (
     SLOT_STARTED,
     BookingError,
@@ -73,6 +79,7 @@ from expert_booking.ports import (
     BookingStore,
     Clock,
     IdempotencyRecord,
+    ListPosition,
     PaymentQueryPort,
     SlotQuery,
     SlotSearchResult,
@@ -372,9 +379,9 @@ class BookingService:
     async def list_bookings(self, command: ListBookings, context: CallContext) -> BookingPage:
         """The caller's bookings, newest first (held, then booking id), one page at a time.
 
-        Paged by offset, like the slot search: a booking made between two pages moves the
-        older ones down, so the next page may repeat one; none is skipped unless its status
-        leaves the filter meanwhile.
+        Paged by position (``ListPosition``: the cursor holds the last listed booking's key):
+        bookings made or leaving the filter between two pages move no other one, so none is
+        skipped or repeated. One more than a page is read to know whether another follows.
 
         Raises:
             InvalidCursorError: the cursor is malformed or belongs to other filters.
@@ -392,23 +399,28 @@ class BookingService:
                 "idempotency_key": query.idempotency_key,
             }
         )
-        offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0
-        found = await self._store.peek_bookings(query, offset, command.limit)
+        after = None
+        if command.cursor is not None:
+            after = ListPosition(*decode_key_cursor(command.cursor, binding))
+        found = await self._store.peek_bookings(query, after, command.limit + 1)
         if release_due(found.next_hold_expiry, self._clock.now()):
             # The peek still shows an overdue hold as HELD: release, then list again.
 
             def work(tx: Transaction) -> tuple[BookingListResult, int]:
                 released = tx.release_overdue(self._clock.now())
-                bookings, total = tx.list_bookings(query, offset, command.limit)
+                bookings, total = tx.list_bookings(query, after, command.limit + 1)
                 return BookingListResult(bookings, total, None), released
 
             found, released = await self._writes.run_write(work)
             self._writes.after_write(released=released, changed=False)
-        end = offset + len(found.bookings)
+        page = found.bookings[: command.limit]
+        last = page[-1] if len(found.bookings) > command.limit else None
         return BookingPage(
-            bookings=tuple(found.bookings),
+            bookings=tuple(page),
             total=found.total,
-            next_cursor=encode_cursor(end, binding) if end < found.total else None,
+            next_cursor=None
+            if last is None
+            else encode_key_cursor(last.held_at, last.booking_id, binding),
         )
 
     def _hold(

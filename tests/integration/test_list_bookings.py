@@ -8,11 +8,14 @@ suite (``tests/store_contract``); the wire by ``tests/e2e/test_list_bookings_htt
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 
 import pytest
 
 from expert_booking.call_context import CallContext, Principal
+from expert_booking.cancellation import CancelBooking
 from expert_booking.domain.errors import InvalidCursorError
 from expert_booking.domain.model import Booking, BookingStatus, Customer
 from expert_booking.services import (
@@ -188,6 +191,55 @@ async def test_the_cursor_pages_through_every_booking_once(
 
     assert _ids(first) + _ids(second) + _ids(third) == [b.booking_id for b in reversed(held)]
     assert (first.total, third.next_cursor) == (5, None)
+
+
+@pytest.mark.parametrize("change", ["a listed booking leaves the filter", "a new booking"])
+async def test_pages_are_by_position_so_a_change_between_them_moves_no_other_booking(
+    service: BookingService, clock: MutableClock, payments: FakePayments, change: str
+) -> None:
+    """By offset, a cancel between the pages skipped booking 1, a new hold repeated booking 2."""
+    held = await _holds(service, clock, 4)
+    only_held = frozenset({BookingStatus.HELD})
+    first = await _list(service, limit=2, statuses=only_held)
+    assert _ids(first) == [held[3].booking_id, held[2].booking_id]
+
+    if change == "a new booking":
+        await _hold(service, SEED_ORDER[4])  # newest: it goes on top, before page one
+        total = 5
+    else:
+        newest = held[3]
+        payments.script(newest.booking_id, answer(newest, "PENDING"))
+        cancel = CancelBooking(newest.booking_id, newest.version, str(uuid.uuid4()), None)
+        await service.cancel_booking(cancel, CONTEXT)
+        total = 3
+    second = await _list(service, limit=2, statuses=only_held, cursor=first.next_cursor)
+
+    assert _ids(second) == [held[1].booking_id, held[0].booking_id]
+    assert (second.total, second.next_cursor) == (total, None)
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"a": ["not a time", "booking-1"]},
+        {"a": ["2030-09-01T00:00:00.000Z"]},
+        {"a": ["2030-09-01T00:00:00.000Z", 7]},
+        {"a": ["2030-09-01T00:00:00.000Z", "\ud800"]},
+        {"o": 2},
+    ],
+)
+async def test_a_forged_list_cursor_is_refused(
+    service: BookingService, clock: MutableClock, forged: dict[str, object]
+) -> None:
+    await _holds(service, clock, 2)
+    real = (await _list(service, limit=1)).next_cursor
+    assert real is not None
+    binding = json.loads(base64.urlsafe_b64decode(real + "=" * (-len(real) % 4)))["q"]
+    text = json.dumps({**forged, "q": binding})  # a lone surrogate goes as its JSON escape
+    token = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+    with pytest.raises(InvalidCursorError):
+        await _list(service, limit=1, cursor=token)
 
 
 async def test_a_cursor_used_with_other_filters_is_refused(

@@ -33,6 +33,7 @@ from expert_booking.ports import (
     BookingStore,
     HoldLookup,
     IdempotencyRecord,
+    ListPosition,
     SlotNeighbours,
     SlotQuery,
     SlotSearchResult,
@@ -175,9 +176,9 @@ async def test_a_refund_due_is_kept_by_updates_records_and_lists(store: BookingS
     assert booking.refund_due is False
     assert await store.run(work) == (owed, record)
     assert await store.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == owed
-    listed, _ = await store.run(lambda tx: tx.list_bookings(EVERY, 0, 10))
+    listed, _ = await store.run(lambda tx: tx.list_bookings(EVERY, None, 10))
     assert listed == [owed]
-    assert (await store.peek_bookings(EVERY, 0, 10)).bookings == [owed]
+    assert (await store.peek_bookings(EVERY, None, 10)).bookings == [owed]
 
 
 def _moved(booking: Booking, slot: Slot) -> Booking:
@@ -720,16 +721,20 @@ EVERY = BookingListQuery(owner=LOCAL_OWNER, statuses=frozenset(), idempotency_ke
 
 
 async def _listed(
-    store: BookingStore, query: BookingListQuery = EVERY, *, offset: int = 0, limit: int = 50
+    store: BookingStore,
+    query: BookingListQuery = EVERY,
+    *,
+    after: ListPosition | None = None,
+    limit: int = 50,
 ) -> tuple[list[str], int]:
     """List in a write transaction, and check the lock-free peek answers the same."""
 
     def work(tx: Transaction) -> BookingListResult:
-        bookings, total = tx.list_bookings(query, offset, limit)
+        bookings, total = tx.list_bookings(query, after, limit)
         return BookingListResult(bookings, total, tx.next_hold_expiry())
 
     found = await store.run(work)
-    assert await store.peek_bookings(query, offset, limit) == found
+    assert await store.peek_bookings(query, after, limit) == found
     return [booking.booking_id for booking in found.bookings], found.total
 
 
@@ -750,16 +755,39 @@ async def test_bookings_are_listed_newest_first_then_by_booking_id_descending(
     assert await _listed(store) == (["booking-3", "booking-1", "booking-2", "booking-0"], 4)
 
 
-async def test_a_list_pages_by_offset_and_limit_with_the_total_of_every_page(
+async def test_a_list_pages_after_a_position_with_the_total_of_every_page(
     store: BookingStore,
 ) -> None:
     await insert_bookings(
         store, *_on_slots(*({"held_at": T0 + timedelta(seconds=n)} for n in range(5)))
     )
 
-    assert await _listed(store, offset=0, limit=2) == (["booking-4", "booking-3"], 5)
-    assert await _listed(store, offset=4, limit=2) == (["booking-0"], 5)
-    assert await _listed(store, offset=7, limit=2) == ([], 5)
+    assert await _listed(store, limit=2) == (["booking-4", "booking-3"], 5)
+    after_3 = ListPosition(T0 + timedelta(seconds=3), "booking-3")
+    assert await _listed(store, after=after_3, limit=2) == (["booking-2", "booking-1"], 5)
+    after_1 = ListPosition(T0 + timedelta(seconds=1), "booking-1")
+    assert await _listed(store, after=after_1, limit=2) == (["booking-0"], 5)
+    after_0 = ListPosition(T0, "booking-0")
+    assert await _listed(store, after=after_0, limit=2) == ([], 5)
+    # A position need not be a stored booking: the order decides, not the row.
+    between = ListPosition(T0 + timedelta(seconds=2), "booking-2a")
+    assert await _listed(store, after=between, limit=9) == (
+        ["booking-2", "booking-1", "booking-0"],
+        5,
+    )
+
+
+async def test_at_one_held_time_the_booking_id_orders_the_pages(store: BookingStore) -> None:
+    await insert_bookings(store, *_on_slots({}, {}, {}))  # all held at T0
+
+    assert await _listed(store, after=ListPosition(T0, "booking-2"), limit=1) == (
+        ["booking-1"],
+        3,
+    )
+    assert await _listed(store, after=ListPosition(T0, "booking-1"), limit=5) == (
+        ["booking-0"],
+        3,
+    )
 
 
 async def test_a_list_keeps_only_the_named_statuses(store: BookingStore) -> None:
@@ -800,7 +828,7 @@ async def test_the_key_of_a_record_of_any_scope_finds_its_booking_as_it_is_now(
     for key in ("key-h", "key-c"):
         query = replace(EVERY, idempotency_key=key)
         assert await _listed(store, query) == (["booking-0"], 1)
-        (listed,) = (await store.peek_bookings(query, 0, 5)).bookings
+        (listed,) = (await store.peek_bookings(query, None, 5)).bookings
         assert listed == confirmed  # the booking now, not the record's copy
     assert await _listed(store, replace(EVERY, idempotency_key="key-none")) == ([], 0)
     both = replace(EVERY, idempotency_key="key-h", statuses=frozenset({BookingStatus.HELD}))
@@ -834,7 +862,7 @@ async def test_a_list_peek_reports_the_earliest_hold_expiry_without_releasing(
         store, *_on_slots({"expires_at": soon}, {"status": BookingStatus.CONFIRMED})
     )
 
-    peeked = await store.peek_bookings(EVERY, 0, 5)
+    peeked = await store.peek_bookings(EVERY, None, 5)
 
     assert peeked.next_hold_expiry == soon
     assert [b.status for b in peeked.bookings] == [BookingStatus.CONFIRMED, BookingStatus.HELD]

@@ -8,7 +8,7 @@ from typing import Any
 
 from expert_booking.adapters.sqlite_rows import BOOKING_COLUMN_NAMES, BOOKING_COLUMNS, SLOT_COLUMNS
 from expert_booking.domain.model import ACTIVE_STATUSES, format_instant, format_optional_instant
-from expert_booking.ports import BookingListQuery, SlotQuery
+from expert_booking.ports import BookingListQuery, ListPosition, SlotQuery
 
 SQLITE_MAX_INTEGER = 2**63 - 1
 
@@ -77,11 +77,15 @@ WHERE b.owner = :owner
 
 _BOOKING_COLUMNS_OF_B = ", ".join(f"b.{name}" for name in BOOKING_COLUMN_NAMES)
 
+# A page after a position (keyset paging: instants are canonical text, so text order is time
+# order), with the total of every page: the count of the whole list, not of what follows.
 LIST_BOOKINGS = f"""
-SELECT {_BOOKING_COLUMNS_OF_B}, COUNT(*) OVER () AS total
+SELECT {_BOOKING_COLUMNS_OF_B}, (SELECT COUNT(*) {_LISTED_BOOKINGS}) AS total
 {_LISTED_BOOKINGS}
+  AND (:after_held_at IS NULL OR b.held_at < :after_held_at
+       OR (b.held_at = :after_held_at AND b.booking_id < :after_booking_id))
 ORDER BY b.held_at DESC, b.booking_id DESC
-LIMIT :limit OFFSET :offset
+LIMIT :limit
 """
 
 LIST_COUNT = f"SELECT COUNT(*) AS total {_LISTED_BOOKINGS}"
@@ -180,7 +184,7 @@ def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> d
     }
 
 
-def list_params(query: BookingListQuery, offset: int, limit: int) -> dict[str, Any]:
+def list_params(query: BookingListQuery, after: ListPosition | None, limit: int) -> dict[str, Any]:
     """The named parameters of ``LIST_BOOKINGS``, ``LIST_COUNT`` and ``PEEK_BOOKINGS``."""
     statuses = sorted(status.value for status in query.statuses)
     return {
@@ -188,7 +192,8 @@ def list_params(query: BookingListQuery, offset: int, limit: int) -> dict[str, A
         "statuses": _TOKENS_ENCODER.encode(statuses) if statuses else None,
         "key": query.idempotency_key,
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
-        "offset": max(0, min(offset, SQLITE_MAX_INTEGER)),
+        "after_held_at": None if after is None else format_instant(after.held_at),
+        "after_booking_id": None if after is None else after.booking_id,
     }
 
 

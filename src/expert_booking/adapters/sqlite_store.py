@@ -96,6 +96,7 @@ from expert_booking.domain.model import Booking, Money, format_instant
 from expert_booking.ports import (
     BookingListQuery,
     BookingListResult,
+    ListPosition,
     SlotNeighbours,
     SlotQuery,
     SlotSearchResult,
@@ -203,20 +204,20 @@ class SqliteBookingStore:
         return SlotSearchResult([], total, next_expiry)
 
     async def peek_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> BookingListResult:
         """``list_bookings`` and ``next_hold_expiry`` from one committed snapshot (one hop).
 
         Overdue holds are not released: a listed HELD booking may be past ``expires_at``.
         """
-        params = list_params(query, offset, limit)
+        params = list_params(query, after, limit)
         rows = await self._read(PEEK_BOOKINGS, params)
         next_expiry = optional_instant(rows[0]["next_hold_expiry"])
         if rows[0]["booking_id"] is not None:
             bookings = [booking_from_row(row) for row in rows]
             return BookingListResult(bookings, int(rows[0]["total"]), next_expiry)
         total = 0
-        if offset > 0:  # past the end: count separately (a later snapshot, as paging allows)
+        if after is not None:  # past the end: count separately (a later snapshot)
             total = int((await self._read(LIST_COUNT, params))[0]["total"])
         return BookingListResult([], total, next_expiry)
 

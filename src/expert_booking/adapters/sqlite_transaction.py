@@ -43,6 +43,7 @@ from expert_booking.ports import (
     BookingListQuery,
     HoldLookup,
     IdempotencyRecord,
+    ListPosition,
     SlotQuery,
     SlotStanding,
 )
@@ -103,14 +104,14 @@ class SqliteTransaction:
         return SlotStanding(slot_from_row(rows[0]), bool(rows[0]["free"])) if rows else None
 
     def list_bookings(
-        self, query: BookingListQuery, offset: int, limit: int
+        self, query: BookingListQuery, after: ListPosition | None, limit: int
     ) -> tuple[list[Booking], int]:
-        """The query's bookings, newest first; the page and the total over all pages."""
-        params = list_params(query, offset, limit)
+        """The query's bookings after ``after``, newest first; the total over all pages."""
+        params = list_params(query, after, limit)
         rows = self._fetch(LIST_BOOKINGS, params)
         if rows:
             return [booking_from_row(row) for row in rows], int(rows[0]["total"])
-        if offset == 0:
+        if after is None:
             return [], 0
         return [], int(self._fetch(LIST_COUNT, params)[0]["total"])
 

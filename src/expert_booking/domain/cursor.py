@@ -6,10 +6,11 @@ import base64
 import binascii
 import hashlib
 import json
+from datetime import datetime
 from typing import Any
 
 from expert_booking.domain.errors import InvalidCursorError
-from expert_booking.domain.model import canonical_json
+from expert_booking.domain.model import canonical_json, format_instant, parse_instant
 
 # Real cursors are ~40 characters. The bound keeps hostile tokens from reaching json.loads
 # (deeply nested JSON raises RecursionError) and offsets within SQLite's 64-bit integers.
@@ -26,16 +27,16 @@ def query_binding(query: dict[str, Any]) -> str:
 
 def encode_cursor(offset: int, binding: str) -> str:
     """Opaque, URL-safe token for the page starting at ``offset``."""
-    raw = _COMPACT.encode({"o": offset, "q": binding}).encode()
+    return _encode({"o": offset, "q": binding})
+
+
+def _encode(doc: dict[str, Any]) -> str:
+    raw = _COMPACT.encode(doc).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(token: str, binding: str) -> int:
-    """The offset stored in ``token``.
-
-    Raises:
-        InvalidCursorError: the token is malformed or was issued for another query.
-    """
+def _decode(token: str, binding: str) -> dict[str, Any]:
+    """The cursor document in ``token``, if it was issued for the query of ``binding``."""
     if len(token) > _MAX_TOKEN_LENGTH:
         raise InvalidCursorError
     try:
@@ -45,7 +46,41 @@ def decode_cursor(token: str, binding: str) -> int:
         raise InvalidCursorError from exc
     if not isinstance(doc, dict) or doc.get("q") != binding:
         raise InvalidCursorError
-    offset = doc.get("o")
+    return doc
+
+
+def encode_key_cursor(held_at: datetime, booking_id: str, binding: str) -> str:
+    """Opaque, URL-safe token for the page after the booking ``(held_at, booking_id)``."""
+    return _encode({"a": [format_instant(held_at), booking_id], "q": binding})
+
+
+def decode_key_cursor(token: str, binding: str) -> tuple[datetime, str]:
+    """The ``(held_at, booking_id)`` stored in ``token``.
+
+    Raises:
+        InvalidCursorError: the token is malformed or was issued for another query.
+    """
+    after = _decode(token, binding).get("a")
+    if not (
+        isinstance(after, list)
+        and len(after) == 2  # noqa: PLR2004 - the two parts of the key
+        and all(isinstance(part, str) for part in after)
+    ):
+        raise InvalidCursorError
+    try:
+        after[1].encode("utf-8")  # a lone surrogate (from a JSON escape) is no booking id
+        return parse_instant(after[0]), after[1]
+    except ValueError as exc:  # UnicodeEncodeError is one
+        raise InvalidCursorError from exc
+
+
+def decode_cursor(token: str, binding: str) -> int:
+    """The offset stored in ``token``.
+
+    Raises:
+        InvalidCursorError: the token is malformed or was issued for another query.
+    """
+    offset = _decode(token, binding).get("o")
     if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= _MAX_OFFSET:
         raise InvalidCursorError
     return offset
