@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -28,10 +29,13 @@ from expert_booking.bootstrap import build_asgi_app
 from expert_booking.call_context import CallContext
 from expert_booking.client import open_client
 from expert_booking.domain.model import Booking, Customer, format_instant
+from expert_booking.edge.error_texts import ERROR_TEXTS
 from expert_booking.edge.json_logging import ROOT_LOGGER, configure_logging
-from expert_booking.edge.mcp_server import build_mcp_server
+from expert_booking.edge.mcp_server import INSTRUCTIONS, build_mcp_server
+from expert_booking.edge.mcp_tools import MCP_TOOLS
 from expert_booking.edge.observability import ACTION_LOGGER
 from expert_booking.edge.schemas import SchemaRegistry
+from expert_booking.edge.tool_registry import LOGICAL_NAMES
 from expert_booking.ports import TraceContext
 from expert_booking.services import (
     BookingService,
@@ -42,6 +46,7 @@ from expert_booking.services import (
     SlotPage,
 )
 from expert_booking.settings import Settings
+from harness.contract import walk
 from harness.inprocess import inprocess_app
 from harness.openapi import RESULT_SCHEMAS
 from tests.fakes import MutableClock, logged_text, make_booking
@@ -264,6 +269,23 @@ async def test_catalog_read_pages_reproduce_the_schema_file(stack: Stack) -> Non
         lines.extend(envelope["data"]["lines"])
         page = envelope["data"]["next"]
     assert "\n".join(lines) + "\n" == raw
+
+
+_TOOL_NAME = re.compile(r"(?<![\w./-])(?:booking|tool_catalog)\.[a-z_]+\b")
+
+
+async def test_every_tool_name_a_model_reads_is_a_registered_one(stack: Stack) -> None:
+    """Instructions, tools/list, error texts and every schema name only tools that exist."""
+    listed = await stack.client.list_tools()
+    texts = [INSTRUCTIONS, *(tool.description or "" for tool in listed.tools)]
+    texts += [part for text in ERROR_TEXTS.values() for part in (text.message, text.recovery)]
+    for path in sorted(SCHEMAS.glob("*.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        texts += [v for _, node in walk(document) for v in node.values() if isinstance(v, str)]
+    named = {found for text in texts for found in _TOOL_NAME.findall(text)}
+
+    assert named - set(LOGICAL_NAMES) - set(MCP_TOOLS) == set()
+    assert named >= set(LOGICAL_NAMES) | set(MCP_TOOLS)
 
 
 async def test_the_whole_booking_flow_through_tool_catalog_call(stack: Stack) -> None:
