@@ -5,8 +5,10 @@ An entry holds everything the server knows about a logical tool: its name and ti
 files, its annotations, the scope a caller needs, how validated arguments become a command,
 the use case that runs it and how its result becomes ``data``. The catalog, the dispatcher,
 the instructions, the annotations of ``tool_catalog.call``, the fuzzers' OpenAPI description
-and the schema tests all read ``LOGICAL_TOOLS``; nothing else lists the logical tools. (The
-idempotency scopes of ``replay.IdempotencyScope`` spell four of them, as persisted names.)
+and the schema tests all read ``LOGICAL_TOOLS``; nothing else lists the logical tools. Prose
+that names them for a model (the instructions' flow, recovery sentences, schema texts) is held
+to it by a test; the idempotency scopes of ``replay.IdempotencyScope`` spell four of them, as
+persisted names.
 
 Adding a logical tool is its input schema in ``schemas/``, one entry here, its use case on
 ``BookingService`` and its tests (NOTES.md, "Adding a logical tool").
