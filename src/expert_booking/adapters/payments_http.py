@@ -45,6 +45,7 @@ _tracer = otel_trace.get_tracer(__name__)
 
 REQUEST_SENT_HEADER = "x-mcp-server-request-sent-at"
 PAYMENT_RESPONDED_HEADER = "x-payment-responded-at"
+PAYMENTS_PATH = "/payments/"  # + the booking id: CONTRACT section 4
 _INSTANT_TEXT_LIMIT = 64  # an RFC 3339 date-time with nanoseconds and an offset is 35
 
 
@@ -135,7 +136,7 @@ class HttpPaymentQuery:
             async with (
                 asyncio.timeout(self._deadline_seconds),
                 self._client.stream(
-                    "GET", "/payments/" + quote(booking_id, safe=""), headers=headers
+                    "GET", PAYMENTS_PATH + quote(booking_id, safe=""), headers=headers
                 ) as response,
             ):
                 exchange.http_status = response.status_code

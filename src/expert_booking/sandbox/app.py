@@ -35,6 +35,7 @@ from litestar.response import Redirect, Response
 from starlette.types import Receive, Scope, Send
 
 from expert_booking.adapters.clock import SystemClock
+from expert_booking.adapters.payments_http import PAYMENT_RESPONDED_HEADER, PAYMENTS_PATH
 from expert_booking.domain.model import PaymentStatus, format_instant
 from expert_booking.ports import Clock
 from expert_booking.sandbox import pages
@@ -47,7 +48,6 @@ from expert_booking.sandbox.ledger import (
 )
 from expert_booking.settings import is_loopback_host
 
-RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
 SANDBOX_HEADER: Final = "x-payment-sandbox"
 ACTIONS: Final = {
     "pay": PaymentStatus.PAID.value,
@@ -107,7 +107,7 @@ class _Sandbox:
     clock: Clock
 
     def headers(self) -> dict[str, str]:
-        return {RESPONDED_AT_HEADER: format_instant(self.clock.now()), SANDBOX_HEADER: "1"}
+        return {PAYMENT_RESPONDED_HEADER: format_instant(self.clock.now()), SANDBOX_HEADER: "1"}
 
     def html(self, text: str, language: str, status: int = 200) -> Response[str]:
         extra = {**self.headers(), "content-language": language, "cache-control": "no-store"}
@@ -127,7 +127,7 @@ def _language(request: Request[Any, Any, State]) -> str:
     return pages.negotiate(request.headers.get("accept-language"))
 
 
-@get("/payments/{booking_id:str}")
+@get(PAYMENTS_PATH + "{booking_id:str}")
 async def payment_answer(booking_id: FromPath[str], state: State) -> Response[Any]:
     """The contract's payment answer for one booking (PENDING until the page changed it)."""
     sandbox = _sandbox(state)

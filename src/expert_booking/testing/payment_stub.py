@@ -16,10 +16,9 @@ from litestar.params import FromPath
 from litestar.response import Response
 
 from expert_booking.adapters.clock import SystemClock
+from expert_booking.adapters.payments_http import PAYMENT_RESPONDED_HEADER, PAYMENTS_PATH
 from expert_booking.domain.model import format_instant
 from expert_booking.ports import Clock
-
-RESPONDED_AT_HEADER: Final = "x-payment-responded-at"
 
 
 class _Unset:
@@ -151,7 +150,7 @@ class PaymentStub:
                 server.should_exit = True
 
     def _app(self) -> Litestar:
-        @get("/payments/{booking_id:str}")
+        @get(PAYMENTS_PATH + "{booking_id:str}")
         async def payment(
             booking_id: FromPath[str], request: Request[Any, Any, Any]
         ) -> Response[bytes]:
@@ -173,7 +172,7 @@ class PaymentStub:
                 answer.body,
                 status_code=answer.http_status,
                 media_type="application/json",
-                headers={RESPONDED_AT_HEADER: format_instant(self._clock.now())},
+                headers={PAYMENT_RESPONDED_HEADER: format_instant(self._clock.now())},
             )
 
         return Litestar(
