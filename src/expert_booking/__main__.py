@@ -23,9 +23,9 @@ from expert_booking.settings import (
     load_dotenv_file,
     parse_port,
 )
-from expert_booking.version import package_version
+from expert_booking.version import DISTRIBUTION, package_version
 
-PROG = "expert-booking-mcp"
+PROG = DISTRIBUTION
 
 
 def _port_argument(raw: str) -> int:

@@ -27,8 +27,9 @@ from expert_booking.adapters.sqlite_tool_switches import SqliteToolSwitches
 from expert_booking.domain.errors import BookingError, StorageBusyError
 from expert_booking.domain.model import format_instant
 from expert_booking.settings import Settings, SettingsError, load_dotenv_file
+from expert_booking.version import DISTRIBUTION
 
-PROG = "expert-booking-mcp"
+PROG = DISTRIBUTION
 EXIT_BUSY: Final = 75
 """Exit status when the database stayed locked (sysexits ``EX_TEMPFAIL``: try again)."""
 

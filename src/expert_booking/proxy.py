@@ -42,9 +42,11 @@ from starlette.types import Receive, Scope, Send
 
 from expert_booking.client import ClientSentAtTransport
 from expert_booking.settings import is_loopback_host
+from expert_booking.version import DISTRIBUTION
 
 __all__ = ("ProxyApp", "StampingProxy", "ThreadedServer")
 
+_PREFIX: Final = f"{DISTRIBUTION} proxy"
 HOP_BY_HOP: Final = frozenset(
     {
         b"connection",
@@ -360,17 +362,17 @@ def run(upstream_url: str, host: str, port: int) -> int:
 
     if not is_loopback_host(host):  # it would hand any network client to a loopback server
         message = f"--host must be a loopback address (the proxy serves this machine), got {host!r}"
-        sys.stderr.write(startup_line(f"expert-booking-mcp proxy: {message}") + "\n")
+        sys.stderr.write(startup_line(f"{_PREFIX}: {message}") + "\n")
         return 2
     try:
         origin, path = split_upstream(upstream_url)
     except ValueError as exc:
-        sys.stderr.write(startup_line(f"expert-booking-mcp proxy: {exc}") + "\n")
+        sys.stderr.write(startup_line(f"{_PREFIX}: {exc}") + "\n")
         return 2
     ready = "MCP endpoint: {base}" + path.replace("{", "{{").replace("}", "}}")
     ready += f" (stamping proxy for {upstream_url})".replace("{", "{{").replace("}", "}}")
     try:
         return serve(ProxyApp(origin), host, port, ready_line=ready)
     except ListenError as exc:
-        sys.stderr.write(startup_line(f"expert-booking-mcp proxy: {exc}") + "\n")
+        sys.stderr.write(startup_line(f"{_PREFIX}: {exc}") + "\n")
         return 3

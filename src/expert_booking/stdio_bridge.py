@@ -62,10 +62,11 @@ from mcp_types.version import (
 
 from expert_booking.client import DEFAULT_TIMEOUT, ClientSentAtTransport
 from expert_booking.edge.json_text import parse_strict
+from expert_booking.version import DISTRIBUTION
 
 logger = logging.getLogger("expert_booking.stdio")
 
-PROG: Final = "expert-booking-mcp stdio"
+PROG: Final = f"{DISTRIBUTION} stdio"
 UNREACHABLE: Final = INTERNAL_ERROR
 """JSON-RPC "internal error": the bridge could not get an answer from the server."""
 LOCAL_EMPTY_RESULTS: Final = frozenset({"ping", "logging/setLevel"})
@@ -171,7 +172,7 @@ class Bridge:
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": found.get("capabilities", {}),
-            "serverInfo": server_info or {"name": "expert-booking-mcp", "version": "unknown"},
+            "serverInfo": server_info or {"name": DISTRIBUTION, "version": "unknown"},
         }
         if found.get("instructions") is not None:
             result["instructions"] = found["instructions"]

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 
+from expert_booking.version import DISTRIBUTION
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
-DEFAULT_SERVICE_NAME = "expert-booking-mcp"
+DEFAULT_SERVICE_NAME = DISTRIBUTION
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 DISTRIBUTION = "expert-booking-mcp"
+"""The name it is installed, run (the command) and known by (serverInfo, logs, traces)."""
 SOURCE_VERSION = "0.0.0+source"
 
 

@@ -10,6 +10,7 @@ from mcp_types import INVALID_REQUEST
 
 from expert_booking.edge.refusals import Refusal
 from expert_booking.edge.wire_time import CLIENT_SENT_HEADER, CLIENT_SENT_META
+from expert_booking.version import DISTRIBUTION
 
 MISSING_CLIENT_TIMESTAMP: Final = "MISSING_CLIENT_TIMESTAMP"
 CLIENT_TIMESTAMP_MISMATCH: Final = "CLIENT_TIMESTAMP_MISMATCH"
@@ -17,8 +18,8 @@ CLIENT_TIMESTAMP_OUT_OF_RANGE: Final = "CLIENT_TIMESTAMP_OUT_OF_RANGE"
 CLIENT_TIMESTAMP_FORMAT: Final = "RFC 3339 UTC with milliseconds, YYYY-MM-DDTHH:MM:SS.mmmZ"
 # The shipped commands that stamp every request for a client that cannot (CONTRACT section 6).
 STAMPING_COMMANDS: Final = (
-    "expert-booking-mcp stdio --url URL",
-    "expert-booking-mcp proxy --upstream URL",
+    f"{DISTRIBUTION} stdio --url URL",
+    f"{DISTRIBUTION} proxy --upstream URL",
 )
 
 # RFC 3339 (section 5.6) in UTC at millisecond precision: ``T``/``Z`` may be lower case, and UTC

@@ -42,8 +42,9 @@ from expert_booking.edge.tools import Outcome, ToolDispatcher
 from expert_booking.edge.wire import render_booking
 from expert_booking.ports import Clock
 from expert_booking.services import BookingService
+from expert_booking.version import DISTRIBUTION
 
-SERVER_NAME = "expert-booking-mcp"
+SERVER_NAME = DISTRIBUTION
 # tools/list and server/discover only change with the server version. One hour bounds how long
 # a client keeps an old list after an upgrade; "public": identical for every caller.
 LIST_CACHE_HINT = CacheHint(ttl_ms=3_600_000, scope="public")

@@ -25,8 +25,9 @@ from expert_booking.domain.model import format_instant
 from expert_booking.edge.json_text import compact_text
 from expert_booking.edge.validation import unicode_text
 from expert_booking.ports import Clock, TraceContext, new_span_id
+from expert_booking.version import DISTRIBUTION
 
-SOURCE = "expert-booking-mcp"
+SOURCE = DISTRIBUTION
 """The ``source`` of every JSON line this process writes."""
 ACTION_LOGGER = "expert_booking.actions"
 UNKNOWN_CALLER = "unknown"

@@ -47,6 +47,7 @@ from expert_booking.sandbox.ledger import (
     PaymentAlreadyFinalError,
 )
 from expert_booking.settings import is_loopback_host
+from expert_booking.version import DISTRIBUTION
 
 SANDBOX_HEADER: Final = "x-payment-sandbox"
 ACTIONS: Final = {
@@ -253,7 +254,7 @@ def run(host: str, port: int, db_path: Path, ledger_path: Path | None) -> int:
     """
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
 
-    prefix = "expert-booking-mcp payment-sandbox"
+    prefix = f"{DISTRIBUTION} payment-sandbox"
     if not is_loopback_host(host):
         sys.stderr.write(f"{prefix}: --host must be a loopback address, got {host!r}\n")
         return 2
