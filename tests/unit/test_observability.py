@@ -365,6 +365,26 @@ def test_spans_share_the_derived_trace_and_nest_the_logical_action() -> None:
     provider.shutdown()
 
 
+def test_a_top_action_links_to_the_request_span_it_runs_in() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("expert_booking")
+    observer = ActionObserver(MutableClock(), tracer=tracer)
+    trace_id = derive_trace_id(str(uuid.uuid4()))
+    with (
+        tracer.start_as_current_span("tools/call") as request_span,
+        observer.action("tool_catalog.call", trace_id=trace_id, caller=PEER) as outer,
+        observer.action("booking.get_booking", trace_id=trace_id, caller=PEER, parent=outer),
+    ):
+        pass
+    inner, top, request = exporter.get_finished_spans()
+    assert request.context.trace_id != int(trace_id, 16)  # two traces: the link joins them
+    assert [link.context for link in top.links] == [request_span.get_span_context()]
+    assert inner.links == ()
+    provider.shutdown()
+
+
 def test_an_observer_without_spans_never_calls_the_tracer(log_stream: io.StringIO) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -12,13 +12,20 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TraceFlags,
+)
 
 from expert_booking.domain.errors import ErrorCode
 from expert_booking.domain.model import format_instant
@@ -221,7 +228,7 @@ class ActionObserver:
         own: SpanContext | None = None
         if self._spans:
             parent_span = _parent_span(parent, trace_id)
-            span = self._start_span(name, parent_span)
+            span = self._start_span(name, parent_span, _request_links(parent))
             own = span.get_span_context()
             # A no-op tracer hands back the parent's context: then the ids are made here.
             if not own.is_valid or own.span_id == parent_span.get_span_context().span_id:
@@ -239,12 +246,13 @@ class ActionObserver:
         )
         return ActionScope(self, current, span, started)
 
-    def _start_span(self, name: str, parent_span: trace.Span) -> trace.Span:
+    def _start_span(self, name: str, parent_span: trace.Span, links: Sequence[Link]) -> trace.Span:
         return self._tracer.start_span(
             name,
             context=trace.set_span_in_context(parent_span),
             kind=SpanKind.INTERNAL,
             attributes={"expert_booking.action": name},
+            links=links,
             record_exception=False,
             set_status_on_exception=False,
         )
@@ -300,6 +308,18 @@ def _parent_span(parent: Action | None, trace_id: str) -> trace.Span:
     if parent is not None and parent.span is not None:
         return parent.span
     return NonRecordingSpan(_remote_parent(trace_id))
+
+
+def _request_links(parent: Action | None) -> Sequence[Link]:
+    """A link from a top action to the span current where it starts: the HTTP request's.
+
+    The action's trace is derived from ``requestSpanId`` (CONTRACT section 5), so it cannot be
+    the request span's trace; the link lets a trace viewer go from one to the other.
+    """
+    if parent is not None:
+        return ()
+    current = trace.get_current_span().get_span_context()
+    return (Link(current),) if current.is_valid else ()
 
 
 def _remote_parent(trace_id: str) -> SpanContext:
