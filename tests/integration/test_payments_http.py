@@ -275,6 +275,28 @@ async def test_a_response_time_that_is_not_an_instant_is_not_logged(
     assert "payment service responded -" in record.getMessage()
 
 
+async def test_a_query_cut_off_by_its_request_is_logged_as_cancelled(
+    router: respx.MockRouter, payments: HttpPaymentQuery, caplog: pytest.LogCaptureFixture
+) -> None:
+    asked = anyio.Event()
+
+    async def never_answers(request: httpx.Request) -> httpx.Response:
+        asked.set()
+        await anyio.Event().wait()
+        raise AssertionError  # pragma: no cover - cancelled above
+
+    _route(router).mock(side_effect=never_answers)
+    with caplog.at_level(logging.DEBUG, logger="expert_booking.payments"):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(payments.query_payment, BOOKING_ID, TRACE)
+            with anyio.fail_after(5):
+                await asked.wait()
+            tasks.cancel_scope.cancel()
+    (record,) = [r for r in caplog.records if r.name == "expert_booking.payments"]
+    assert record.__dict__["outcome"] == "CANCELLED"
+    assert record.__dict__["trace_id"] == TRACE.trace_id
+
+
 async def test_a_failed_query_is_logged_with_its_trace_and_reason(
     router: respx.MockRouter, payments: HttpPaymentQuery, caplog: pytest.LogCaptureFixture
 ) -> None:

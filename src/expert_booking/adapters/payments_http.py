@@ -122,6 +122,10 @@ class HttpPaymentQuery:
                 span.set_status(Status(StatusCode.ERROR, reason))
                 exchange.log(f"UNAVAILABLE:{reason}")
                 raise
+            except asyncio.CancelledError:  # the request was cut off: say so, then go on
+                span.set_status(Status(StatusCode.ERROR, "CANCELLED"))
+                exchange.log("CANCELLED")
+                raise
             exchange.log(answer.status.value)
             return answer
 
