@@ -7,7 +7,10 @@ booking is still stored ``HELD`` (no transaction released it yet) but its hold i
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import uuid
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ import pytest
 from expert_booking.client import open_client
 from expert_booking.domain.model import parse_instant
 from expert_booking.sandbox.app import build_sandbox_app
+from expert_booking.sandbox.bookings import BookingReader
 from expert_booking.sandbox.ledger import Ledger
 from expert_booking.testing.server_process import ServerProcess
 from tests.fakes import MutableClock
@@ -91,3 +95,24 @@ async def test_a_payment_the_ledger_cannot_record_is_503_and_stays_pending(
     assert "nothing changed" in refused.text
     assert (answer["status"], answer["paidAt"]) == ("PENDING", None)
     assert mailbox.json() == {"messages": []}
+
+
+@pytest.mark.parametrize(
+    ("schema", "logged"),
+    [
+        ("CREATE TABLE unrelated (x)", False),  # not migrated yet: simply no booking
+        ("CREATE TABLE bookings (booking_id); CREATE TABLE experts (expert_id)", True),
+    ],
+)
+def test_a_booking_database_it_cannot_read_is_no_booking_and_said_unless_unmigrated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, schema: str, *, logged: bool
+) -> None:
+    database = tmp_path / "expert-booking.db"
+    with closing(sqlite3.connect(database)) as connection:
+        connection.executescript(schema)
+    with caplog.at_level(logging.WARNING, logger="expert_booking.sandbox"):
+        assert BookingReader(database).find("booking-x") is None
+    warnings = [record.getMessage() for record in caplog.records]
+    assert bool(warnings) is logged, warnings
+    if logged:  # a schema this reader no longer matches (a renamed column) is not "not found"
+        assert "no such column" in warnings[0]

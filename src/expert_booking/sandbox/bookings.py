@@ -68,10 +68,11 @@ class BookingReader:
         connection = sqlite3.connect(uri, uri=True, timeout=5.0)
         try:
             row = connection.execute(_BOOKING_SQL, (booking_id,)).fetchone()
-        except sqlite3.OperationalError:
-            return None  # not (yet) a migrated booking database
-        except sqlite3.DatabaseError as exc:  # not SQLite at all, or damaged: say so, once a read
-            logger.warning("cannot read bookings from %s: %s", self.db_path, exc)
+        except sqlite3.DatabaseError as exc:  # OperationalError too
+            # Not migrated yet is an empty database. Anything else (not SQLite, damaged, a
+            # schema this reader no longer matches, locked past the timeout): said on each read.
+            if "no such table" not in str(exc):
+                logger.warning("cannot read bookings from %s: %s", self.db_path, exc)
             return None
         finally:
             connection.close()
