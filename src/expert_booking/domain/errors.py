@@ -1,9 +1,11 @@
 """Stable error codes of the contract and the domain's errors, each with its retry rule.
 
 ``ErrorCode`` lists the codes (``schemas/error.json`` is the wire's list; a test ties the two);
-each ``BookingError`` subclass carries one code. What a caller reads about an error (message,
-recovery sentence, camelCase detail keys) is the edge's (``edge/error_texts.py``): the domain
-holds only facts, in ``details`` with snake_case keys and domain values (datetimes, field names).
+each ``BookingError`` subclass carries one code. What a caller reads about an error (each
+code's standard message and recovery sentence, camelCase detail keys) is the edge's
+(``edge/error_texts.py``); the domain holds facts, in ``details`` with snake_case keys and domain
+values (datetimes, field names), and where one code has several causes, the cause's sentence
+(``reason`` STALE, FUTURE, BEFORE_INTENT, STARTED; ``SLOT_STARTED``).
 """
 
 from __future__ import annotations
