@@ -18,7 +18,6 @@ import sys
 import tempfile
 import textwrap
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,9 @@ from typing import Any
 import httpx2
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.client import ServerConnectionError, chain_error, open_client
+from expert_booking.client import ExchangeRecorder, ServerConnectionError, chain_error, open_client
 from expert_booking.domain.model import format_instant
+from expert_booking.edge.wire_time import SUPPORTED_PROTOCOL_VERSION
 from expert_booking.settings import SETTING_NAMES
 from expert_booking.testing.sandbox_pair import server_with_sandbox
 from expert_booking.testing.server_process import ServerStartError
@@ -51,26 +51,8 @@ class DemoFailedError(Exception):
     """A step did not behave as the contract says."""
 
 
-@dataclass
-class _Exchanges:
-    """The wire timestamps of the most recent HTTP exchange, kept for printing."""
-
-    last: dict[str, str] = field(default_factory=dict)
-
-    def record(
-        self, request: Any, response: Any, client_sent_at: str, client_received_at: str
-    ) -> None:
-        del request
-        self.last = {
-            "clientSentAt": client_sent_at,
-            "serverReceivedAt": response.headers.get("x-mcp-server-received-at", "?"),
-            "serverRespondedAt": response.headers.get("x-mcp-server-responded-at", "?"),
-            "clientReceivedAt": client_received_at,
-        }
-
-
 class _Story:
-    def __init__(self, client: Any, exchanges: _Exchanges) -> None:
+    def __init__(self, client: Any, exchanges: ExchangeRecorder) -> None:
         self.client = client
         self.exchanges = exchanges
         self.step = 0
@@ -80,13 +62,13 @@ class _Story:
         print(f"\n[{self.step:02d}] {title}")
         for line in lines:
             print(f"     {line}")
-        chain = self.exchanges.last
-        if chain:
-            parts = [chain["clientSentAt"], chain["serverReceivedAt"]]
+        if self.exchanges.exchanges:
+            last = self.exchanges.exchanges[-1]
+            parts = [last.client_sent_at, last.server_received_at]
             if created_at:
                 parts.append(created_at)
-            parts += [chain["serverRespondedAt"], chain["clientReceivedAt"]]
-            print("     time: " + " <= ".join(p[11:] for p in parts))
+            parts += [last.server_responded_at, last.client_received_at]
+            print("     time: " + " <= ".join((p or "?")[11:] for p in parts))
             problem = chain_error(parts)
             if problem is not None:
                 raise DemoFailedError(f"timestamps out of order: {problem}")
@@ -132,7 +114,7 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
         "server/discover",
         [f"protocol {client.protocol_version}", f"server {client.server_info.name}"],
     )
-    _expect(client.protocol_version == "2026-07-28", "modern protocol negotiated")
+    _expect(client.protocol_version == SUPPORTED_PROTOCOL_VERSION, "modern protocol negotiated")
     del discover
 
     tools = await client.list_tools()
@@ -264,7 +246,7 @@ async def _walk(story: _Story) -> None:  # noqa: PLR0915 - one linear story, rea
     _expect_error(pending, "PAYMENT_PENDING")
 
     _pay_on_the_page(booking["paymentPageUrl"])
-    story.exchanges.last = {}
+    story.exchanges.exchanges.clear()  # the person's step is no MCP exchange
     story.say(
         "the payer presses Pay on the payment page (the demo plays the payer)",
         [f"POST {booking['paymentPageUrl']} action=pay -> the sandbox records PAID"],
@@ -296,7 +278,7 @@ def _pay_on_the_page(page_url: str) -> None:
 
 async def run() -> None:
     """Run the demo once; raises DemoFailedError on the first deviation."""
-    exchanges = _Exchanges()
+    exchanges = ExchangeRecorder(limit=1)
     with tempfile.TemporaryDirectory(prefix="expert-booking-demo-") as directory:
         database = Path(directory) / "expert-booking.db"
         # Its own server on the defaults: none of the operator's settings, no ./.env of theirs.
@@ -308,7 +290,7 @@ async def run() -> None:
         with server_with_sandbox(database, own, cwd=Path(directory)) as (server, sandbox):
             print(f"server {server.url} (pid {server.pid}), payment sandbox {sandbox.url}")
             print(INTRODUCTION)
-            async with open_client(server.url, on_exchange=exchanges.record) as client:
+            async with open_client(server.url, on_exchange=exchanges) as client:
                 await _walk(_Story(client, exchanges))
     print("\ndemo finished: every step behaved as the contract says")
 
