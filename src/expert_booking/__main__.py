@@ -59,11 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve MCP at http://HOST:PORT/mcp. Flags override the environment, "
         "which overrides ./.env (HOST, PORT, BOOKING_DB_PATH and the variables in .env.example).",
     )
-    serve_command.add_argument("--host", help="bind address (default 127.0.0.1)")
+    defaults = Settings()
+    serve_command.add_argument("--host", help=f"bind address (default {defaults.host})")
     serve_command.add_argument(
-        "--port", type=_port_argument, help="TCP port, 0 for a free one (default 3000)"
+        "--port", type=_port_argument, help=f"TCP port, 0 for a free one (default {defaults.port})"
     )
-    serve_command.add_argument("--db", help="SQLite file (default ./expert-booking.db)")
+    serve_command.add_argument("--db", help=f"SQLite file (default ./{defaults.db_path})")
     commands.add_parser(
         "demo", help="run the booking flow against a real server process and the payment sandbox"
     )
