@@ -488,6 +488,7 @@ async def test_a_reschedule_to_a_taken_or_started_slot_is_slot_unavailable(
         service.reschedule_booking(_reschedule(other, "slot-fin-001"), CONTEXT)
     )
     assert (refused.code, refused.message) == ("SLOT_UNAVAILABLE", "The slot has already started.")
+    assert wire_details(refused)["slotId"] == "slot-fin-001"
 
 
 async def test_once_its_appointment_has_started_a_booking_is_neither_cancelled_nor_moved(
@@ -502,8 +503,12 @@ async def test_once_its_appointment_has_started_a_booking_is_neither_cancelled_n
     cancelled = await _refusal(service.cancel_booking(approved, CONTEXT))
     for refused in (moved, cancelled):
         assert refused.code == "INVALID_STATE"
+        assert (
+            refused.message == "The appointment has already started; it can no longer be changed."
+        )
         assert refused.details["reason"] == "STARTED"
         assert refused.details["starts_at"] == confirmed.starts_at
+        assert refused.booking == confirmed  # the snapshot the agent shows the person
     assert await _get(service, confirmed) == confirmed  # no refund owed for a session given
 
 

@@ -238,12 +238,18 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refun
         return cancelled
 
     confirm = _confirm(held, clock)
+    refusals: list[BookingError] = []
+
+    async def confirm_in_flight() -> Booking:
+        try:
+            return await service.confirm_booking(confirm, CONTEXT)
+        except BookingError as exc:
+            refusals.append(exc)
+            raise
+
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
         confirmed, cancelled = await _run_while_held_open(
-            payments,
-            held.booking_id,
-            service.confirm_booking(confirm, CONTEXT),
-            cancel_then_person_pays(),
+            payments, held.booking_id, confirm_in_flight(), cancel_then_person_pays()
         )
     assert isinstance(cancelled, Booking)
     assert (cancelled.status, cancelled.refund_due) == (BookingStatus.CANCELLED, False)
@@ -251,6 +257,12 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refun
     now = await _get(service, held)
     assert (now.status, now.version) == (BookingStatus.CANCELLED, cancelled.version + 1)
     assert (now.payment.status, now.refund_due) == (PaymentStatus.PAID, True)
+    (refusal,) = refusals
+    assert wire_details(refusal) == {  # the version the agent reads on, the refund recorded
+        "bookingId": held.booking_id,
+        "expectedVersion": 1,
+        "currentVersion": now.version,
+    }
     assert [r.getMessage() for r in caplog.records] == [
         (
             f"paid after cancellation: booking {held.booking_id} was paid after it was cancelled; "

@@ -218,6 +218,20 @@ async def test_pages_are_by_position_so_a_change_between_them_moves_no_other_boo
     assert (second.total, second.next_cursor) == (total, None)
 
 
+async def test_a_later_page_read_again_after_a_release_is_still_that_page(
+    service: BookingService, clock: MutableClock
+) -> None:
+    """The peek sees an overdue hold, so the page is read again in a write transaction."""
+    held = await _holds(service, clock, 3)
+    first = await _list(service, limit=1)
+    clock.advance(POLICY.hold_ttl.total_seconds())  # every hold is overdue now
+
+    second = await _list(service, limit=1, cursor=first.next_cursor)
+
+    assert _ids(second) == [held[1].booking_id]
+    assert second.bookings[0].status is BookingStatus.EXPIRED
+
+
 @pytest.mark.parametrize(
     "forged",
     [
