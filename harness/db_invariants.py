@@ -16,8 +16,8 @@ The invariants (CONTRACT sections 3-4, the state machine of NOTES.md):
   disappeared or went back to a lower version;
 - transitions (given a snapshot): a status changes only with the version, and only along the
   state machine: ``HELD`` to any other status, ``CONFIRMED`` to ``CONFIRMED`` (rescheduled) or
-  ``CANCELLED``, ``EXPIRED`` to ``EXPIRED`` (paid after expiry); the other final statuses
-  never change;
+  ``CANCELLED``, ``EXPIRED`` and ``CANCELLED`` to themselves (a payment heard after the
+  release: PAID, refund due); ``PAYMENT_FAILED`` and ``PAYMENT_CLOSED`` never change;
 - every ``CONFIRMED`` booking has a ``PAID`` payment with ``paidAt`` and ``confirmedAt`` set,
   whose amount and currency equal the booking's recorded price and the slot's price;
 - each status's fields agree with it: a ``HELD`` booking is unpaid, unconfirmed, uncancelled
@@ -50,7 +50,7 @@ _LATER = {
     "EXPIRED": {"EXPIRED"},
     "PAYMENT_FAILED": set(),
     "PAYMENT_CLOSED": set(),
-    "CANCELLED": set(),
+    "CANCELLED": {"CANCELLED"},
 }
 _INSTANTS = (
     "starts_at",

@@ -311,11 +311,26 @@ def test_invariant_checker_reports_every_kind_of_violation(tmp_path: Path) -> No
                     None,
                 ),
                 ("b10", "s2", "HELD", 1, expires, held, None, "PENDING", "500.00", None, 0, None),
+                # cancelled unpaid, then a payment heard in flight: legal (no line below)
+                (
+                    "b11",
+                    "s1",
+                    "CANCELLED",
+                    3,
+                    held,
+                    expires,
+                    None,
+                    "PAID",
+                    "500.00",
+                    later,
+                    1,
+                    later,
+                ),
             ],
         )
         connection.commit()
     previous = {"b1": (3, "HELD"), "gone": (1, "HELD"), "b5": (3, "CONFIRMED")}
-    previous |= {"b6": (2, "EXPIRED"), "b4": (1, "HELD")}
+    previous |= {"b6": (2, "EXPIRED"), "b4": (1, "HELD"), "b11": (2, "CANCELLED")}
     found = check_invariants(db, previous=previous)
     assert found == [  # b4's HELD -> PAYMENT_FAILED is allowed: only its slot is wrong
         "slot s1: 2 HELD/CONFIRMED bookings (b1,b2)",
