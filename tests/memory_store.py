@@ -32,6 +32,7 @@ from expert_booking.domain.model import (
     BookingStatus,
     Money,
     Slot,
+    format_instant,
     parse_instant,
 )
 from expert_booking.ports import (
@@ -175,15 +176,18 @@ class MemoryTransaction:
                 if owner == query.owner and key == query.idempotency_key
             }
             chosen = [bookings[booking_id] for booking_id in ids if booking_id in bookings]
+        # Ordered as SQLite orders its stored text: instants at millisecond precision.
         listed = sorted(
             (b for b in chosen if not query.statuses or b.status in query.statuses),
-            key=lambda b: (b.held_at, b.booking_id),
+            key=lambda b: (format_instant(b.held_at), b.booking_id),
             reverse=True,
         )
         following = [
             b
             for b in listed
-            if after is None or (b.held_at, b.booking_id) < (after.held_at, after.booking_id)
+            if after is None
+            or (format_instant(b.held_at), b.booking_id)
+            < (format_instant(after.held_at), after.booking_id)
         ]
         return following[: max(0, limit)], len(listed)
 

@@ -778,7 +778,9 @@ async def test_a_list_pages_after_a_position_with_the_total_of_every_page(
 
 
 async def test_at_one_held_time_the_booking_id_orders_the_pages(store: BookingStore) -> None:
-    await insert_bookings(store, *_on_slots({}, {}, {}))  # all held at T0
+    # Held within one millisecond, the precision instants are stored at: one held time.
+    within = ({"held_at": T0 + timedelta(microseconds=300 * n)} for n in (2, 1, 0))
+    await insert_bookings(store, *_on_slots(*within))
 
     assert await _listed(store, after=ListPosition(T0, "booking-2"), limit=1) == (
         ["booking-1"],
