@@ -24,7 +24,8 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from expert_booking.adapters.clock import SystemClock
-from expert_booking.domain.model import format_instant, parse_instant
+from expert_booking.domain.model import format_instant
+from expert_booking.edge.client_time import utc_ms_instant
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_HEADER,
     CLIENT_SENT_META,
@@ -187,20 +188,17 @@ def chain_error(stamps: Sequence[str | None]) -> str | None:
 
     ``stamps`` are in the contract's order (``clientSentAt``, ``serverReceivedAt``,
     ``serverResultCreatedAt`` where there is one, ``serverRespondedAt``, ``clientReceivedAt``).
-    Each must be present and in the contract's form (UTC, milliseconds, ``Z``), and none may be
-    earlier than the one before it. The instants are compared, not the strings: text in
-    another offset or form would sort wrongly as a string.
+    Each must be present and in the contract's form (RFC 3339 in UTC, with milliseconds: any
+    of UTC's spellings the server accepts), and none may be earlier than the one before it.
+    The instants are compared, not the strings: text in another spelling sorts wrongly.
     """
     instants = []
     for position, stamp in enumerate(stamps):
         if stamp is None:
             return f"stamp {position} is missing"
-        try:
-            instant = parse_instant(stamp)
-        except ValueError:
-            return f"stamp {position} {stamp!r} is not an RFC 3339 date-time"
-        if format_instant(instant) != stamp:
-            return f"stamp {position} {stamp!r} is not UTC text with milliseconds and Z"
+        instant = utc_ms_instant(stamp)
+        if instant is None:
+            return f"stamp {position} {stamp!r} is not RFC 3339 UTC with milliseconds"
         instants.append(instant)
     for position, (earlier, later) in enumerate(pairwise(instants)):
         if later < earlier:

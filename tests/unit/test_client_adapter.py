@@ -258,15 +258,22 @@ def test_a_chain_in_order_with_equal_neighbours_holds():
     assert chain_error(IN_ORDER) is None
 
 
+def test_every_spelling_of_utc_the_server_accepts_is_accepted_and_compared_as_an_instant():
+    # IN_ORDER[2] (00:00:00.001Z) in UTC's other spellings; each sorts before "...Z" as text
+    for spelling in ("2030-09-01T00:00:00.001+00:00", "2030-09-01t00:00:00.001-00:00"):
+        assert chain_error([*IN_ORDER[:2], spelling, *IN_ORDER[3:]]) is None
+    later = "2030-09-01T00:00:00.002+00:00"  # as text it sorts before IN_ORDER[2]'s "...001Z"
+    assert chain_error([IN_ORDER[0], later, IN_ORDER[2]]) is not None
+
+
 @pytest.mark.parametrize(
     ("position", "stamp", "problem"),
     [
         (1, "2029-12-31T23:59:59.999Z", "is before 2030-09-01T00:00:00.000Z"),
         # the same instant as IN_ORDER[1] in another offset: sorted as text it would pass
-        (2, "2030-09-01T05:30:00.001+05:30", "is not UTC text with milliseconds and Z"),
-        (2, "2030-09-01T00:00:00.001z", "is not UTC text with milliseconds and Z"),
-        (3, "2030-09-01T00:00:01Z", "is not UTC text with milliseconds and Z"),
-        (3, "2030-09-01T0x", "is not an RFC 3339 date-time"),
+        (2, "2030-09-01T05:30:00.001+05:30", "is not RFC 3339 UTC with milliseconds"),
+        (3, "2030-09-01T00:00:01Z", "is not RFC 3339 UTC with milliseconds"),
+        (3, "2030-09-01T0x", "is not RFC 3339 UTC with milliseconds"),
         (0, None, "is missing"),
     ],
 )

@@ -12,8 +12,9 @@ from typing import Any
 from expert_booking.domain.errors import InvalidCursorError
 from expert_booking.domain.model import canonical_json, format_instant, parse_instant
 
-# Real cursors are ~40 characters. The bound keeps hostile tokens from reaching json.loads
-# (deeply nested JSON raises RecursionError) and offsets within SQLite's 64-bit integers.
+# Real cursors are ~40 characters (a booking list's, holding its key, ~135). The bound keeps
+# hostile tokens from reaching json.loads (deeply nested JSON raises RecursionError) and offsets
+# within SQLite's 64-bit integers.
 _MAX_TOKEN_LENGTH = 256
 _MAX_OFFSET = 2**63 - 1
 # Reused: json.dumps with options builds a new encoder per call (every search runs this).

@@ -38,8 +38,12 @@ _NO_STAMPS_HOWTO = (
 )
 
 
-def _client_instant(value: object) -> datetime | None:
-    """The (naive UTC) instant of an RFC 3339 UTC millisecond time; None if it is not one."""
+def utc_ms_instant(value: object) -> datetime | None:
+    """The (naive UTC) instant of an RFC 3339 UTC millisecond time; None if it is not one.
+
+    The form every wire timestamp takes (CONTRACT section 2), in each spelling RFC 3339 allows
+    for UTC: ``Z`` or ``z``, ``+00:00``, ``-00:00``, ``T`` or ``t``.
+    """
     if not isinstance(value, str) or _CLIENT_TIME.fullmatch(value) is None:
         return None
     try:  # calendar check: month 13 or hour 24 fail
@@ -54,8 +58,8 @@ def skew_ms(client_sent_at: str, server_received_at: str) -> int | None:
     Positive: the request arrived after the client's stamp (transit time, or a client clock
     behind the server's); negative: a client clock ahead. None when either is not that form.
     """
-    sent = _client_instant(client_sent_at)
-    received = _client_instant(server_received_at)
+    sent = utc_ms_instant(client_sent_at)
+    received = utc_ms_instant(server_received_at)
     if sent is None or received is None:
         return None
     return (received - sent) // timedelta(milliseconds=1)
@@ -81,14 +85,14 @@ def check_client_sent_at(
     meta = params.get("_meta") if isinstance(params, dict) else None
     in_meta = meta.get(CLIENT_SENT_META) if isinstance(meta, dict) else None
     problems: list[str] = []
-    sent = _client_instant(header) if header else None
+    sent = utc_ms_instant(header) if header else None
     if not header:
         problems.append(f"header {CLIENT_SENT_HEADER} is missing or repeated")
     elif sent is None:
         problems.append(f"header {CLIENT_SENT_HEADER} is not {CLIENT_TIMESTAMP_FORMAT}")
     if in_meta is None:
         problems.append(f"params._meta.{CLIENT_SENT_META} is missing")
-    elif in_meta != header and _client_instant(in_meta) is None:
+    elif in_meta != header and utc_ms_instant(in_meta) is None:
         problems.append(f"params._meta.{CLIENT_SENT_META} is not {CLIENT_TIMESTAMP_FORMAT}")
     if problems or header is None or sent is None:
         unstamped = not header and in_meta is None
@@ -103,7 +107,7 @@ def check_client_sent_at(
             {"code": CLIENT_TIMESTAMP_MISMATCH},
             request_id,
         )
-    received = _client_instant(received_at)
+    received = utc_ms_instant(received_at)
     if received is not None and abs(received - sent) > tolerance:
         return _out_of_range(received - sent, tolerance, request_id)
     return header
