@@ -124,6 +124,18 @@ async def _run_while_held_open(
         return await pending, second
 
 
+async def _cancel_then_the_person_pays(
+    service: BookingService, payments: GatedPayments, clock: MutableClock, held: Booking
+) -> Booking | str:
+    """An unpaid cancel wins (the payment service says PENDING), then the person pays."""
+    cancelled = await _outcome(
+        service.cancel_booking(CancelBooking(held.booking_id, 1, _key(), None), CONTEXT)
+    )
+    clock.advance(5)
+    payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    return cancelled
+
+
 async def test_a_confirm_that_lands_while_a_cancel_queries_payment_wins(
     service: BookingService, payments: GatedPayments, clock: MutableClock
 ) -> None:
@@ -229,14 +241,6 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refun
     held = await _hold(service)
     payments.answers[held.booking_id] = answer(held, "PENDING")
 
-    async def cancel_then_person_pays() -> Booking | str:
-        cancelled = await _outcome(
-            service.cancel_booking(CancelBooking(held.booking_id, 1, _key(), None), CONTEXT)
-        )
-        clock.advance(5)
-        payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
-        return cancelled
-
     confirm = _confirm(held, clock)
     refusals: list[BookingError] = []
 
@@ -249,7 +253,10 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refun
 
     with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
         confirmed, cancelled = await _run_while_held_open(
-            payments, held.booking_id, confirm_in_flight(), cancel_then_person_pays()
+            payments,
+            held.booking_id,
+            confirm_in_flight(),
+            _cancel_then_the_person_pays(service, payments, clock, held),
         )
     assert isinstance(cancelled, Booking)
     assert (cancelled.status, cancelled.refund_due) == (BookingStatus.CANCELLED, False)
@@ -281,16 +288,11 @@ async def test_a_cancel_that_hears_paid_after_another_cancel_won_records_the_ref
     payments.answers[held.booking_id] = answer(held, "PENDING")
     late = CancelBooking(held.booking_id, 1, _key(), None)
 
-    async def cancel_then_person_pays() -> Booking | str:
-        cancelled = await _outcome(
-            service.cancel_booking(CancelBooking(held.booking_id, 1, _key(), None), CONTEXT)
-        )
-        clock.advance(5)
-        payments.answers[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
-        return cancelled
-
     refused, cancelled = await _run_while_held_open(
-        payments, held.booking_id, service.cancel_booking(late, CONTEXT), cancel_then_person_pays()
+        payments,
+        held.booking_id,
+        service.cancel_booking(late, CONTEXT),
+        _cancel_then_the_person_pays(service, payments, clock, held),
     )
     assert isinstance(cancelled, Booking)
     assert refused == "INVALID_STATE"
