@@ -27,7 +27,7 @@ from expert_booking.edge.mcp_server import build_mcp_server
 from expert_booking.edge.schemas import SchemaRegistry
 from expert_booking.policy import BookingPolicy
 from expert_booking.services import BookingService
-from expert_booking.settings import AuthMode
+from expert_booking.settings import AuthMode, SettingsError
 from expert_booking.telemetry import configure_tracing, tracer_provider_installed
 from expert_booking.version import package_version
 
@@ -120,7 +120,7 @@ def bearer_auth(settings: Settings, clock: Clock) -> tuple[BearerAuth, httpx.Asy
     """
     if settings.auth_mode is not AuthMode.OAUTH:
         return None
-    policy = VerifierPolicy.from_settings(settings)
+    policy = verifier_policy(settings)
     http = httpx.AsyncClient(timeout=httpx.Timeout(AUTH_HTTP_TIMEOUT_SECONDS))
     keys = JwksCache(
         http, issuer=policy.issuer, jwks_url=settings.auth_jwks_url, clock=time.monotonic
@@ -128,6 +128,22 @@ def bearer_auth(settings: Settings, clock: Clock) -> tuple[BearerAuth, httpx.Asy
     verifier = JwtAccessTokenVerifier(policy, keys, clock)
     metadata = ResourceMetadata(resource=policy.resource, authorization_servers=(policy.issuer,))
     return BearerAuth(verifier, metadata), http
+
+
+def verifier_policy(settings: Settings) -> VerifierPolicy:
+    """The token policy of ``AUTH_ISSUER``, ``AUTH_RESOURCE``, ``AUTH_ALGORITHMS``, the leeway.
+
+    Raises:
+        SettingsError: the issuer or the resource is not configured.
+    """
+    if settings.auth_issuer is None or settings.auth_resource is None:
+        raise SettingsError("token verification needs AUTH_ISSUER and AUTH_RESOURCE")
+    return VerifierPolicy(
+        issuer=settings.auth_issuer,
+        resource=settings.auth_resource,
+        algorithms=settings.auth_algorithms,
+        leeway_seconds=settings.auth_leeway_seconds,
+    )
 
 
 def build_asgi_app(

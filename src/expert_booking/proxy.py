@@ -40,8 +40,8 @@ import httpx2
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from expert_booking.addresses import is_loopback_host
 from expert_booking.client import ClientSentAtTransport
-from expert_booking.settings import is_loopback_host
 from expert_booking.version import DISTRIBUTION
 
 __all__ = ("ProxyApp", "StampingProxy", "ThreadedServer")

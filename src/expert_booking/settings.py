@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from dotenv.main import DotEnv
 
 from expert_booking.access.caller import IpNetwork
+from expert_booking.access.ports import QuotaLimits
+from expert_booking.addresses import https_or_loopback_url, is_loopback_host
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SANDBOX_PORT = 3100
@@ -38,14 +40,6 @@ class AuthMode(StrEnum):
 
     NONE = "none"
     OAUTH = "oauth"
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaLimits:
-    """Calls admitted per rolling minute: per caller and over all callers."""
-
-    per_caller_per_minute: int
-    global_per_minute: int
 
 
 class SettingsError(ValueError):
@@ -348,16 +342,6 @@ def _csv(raw: str) -> tuple[str, ...]:
     return items
 
 
-def is_loopback_host(host: str) -> bool:
-    """``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``, bracketed or not)."""
-    if host.casefold() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _auth_mode(raw: str) -> AuthMode:
     try:
         return AuthMode(raw.lower())
@@ -374,29 +358,6 @@ def _auth_algorithms(raw: str) -> tuple[str, ...]:
             f"or HS*: {', '.join(sorted(SUPPORTED_AUTH_ALGORITHMS))})"
         )
     return algorithms
-
-
-def https_or_loopback_url(raw: str) -> str:
-    """An absolute URL without fragment; ``http`` only on a loopback host (tests, a local AS).
-
-    Raises:
-        ValueError: anything else.
-
-    Kept exactly as written (no trailing-slash trimming): an issuer and a resource URI are
-    compared with the token's ``iss`` and ``aud`` character for character.
-    """
-    parts = urlsplit(raw)
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"is not a valid URL ({exc})") from exc
-    if parts.scheme not in {"http", "https"} or not parts.hostname or port == 0:
-        raise ValueError("must be an absolute http(s) URL with a host")
-    if parts.fragment or "#" in raw:
-        raise ValueError("must not have a fragment")
-    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
-        raise ValueError("must be https (http only on a loopback host)")
-    return raw
 
 
 def _networks(raw: str) -> tuple[IpNetwork, ...]:

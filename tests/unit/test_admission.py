@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from expert_booking.access.ports import DisabledTool, ToolSwitchState
+from expert_booking.access.ports import DisabledTool, QuotaLimits, ToolSwitchState
 from expert_booking.adapters.quota_memory import InProcessQuotaCounter
 from expert_booking.call_context import Principal
 from expert_booking.domain.errors import RateLimitedError
 from expert_booking.edge.admission import CallAdmission, tool_disabled
-from expert_booking.settings import QuotaLimits
 from tests.fakes import CONTEXT
 
 pytestmark = pytest.mark.anyio

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from expert_booking.access.ports import QuotaDecision, QuotaLimit
+from expert_booking.access.ports import QuotaDecision, QuotaLimit, QuotaLimits
 from expert_booking.adapters.quota_memory import InProcessQuotaCounter
-from expert_booking.settings import QuotaLimits
 
 
 class FakeClock:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from expert_booking import settings as settings_module
-from expert_booking.settings import AuthMode, QuotaLimits, Settings, SettingsError
+from expert_booking.access.ports import QuotaLimits
+from expert_booking.settings import AuthMode, Settings, SettingsError
 
 OAUTH = {
     "AUTH_MODE": "oauth",

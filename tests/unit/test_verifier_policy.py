@@ -1,10 +1,11 @@
-"""The verifier's policy comes from the AUTH_* settings."""
+"""The verifier's policy comes from the AUTH_* settings (bootstrap.verifier_policy)."""
 
 from __future__ import annotations
 
 import pytest
 
 from expert_booking.adapters.jwt_verifier import VerifierPolicy
+from expert_booking.bootstrap import verifier_policy
 from expert_booking.settings import Settings, SettingsError
 
 
@@ -17,7 +18,7 @@ def test_the_policy_is_the_auth_settings() -> None:
             "AUTH_LEEWAY_SECONDS": "3",
         }
     )
-    assert VerifierPolicy.from_settings(settings) == VerifierPolicy(
+    assert verifier_policy(settings) == VerifierPolicy(
         issuer="https://login.example",
         resource="https://booking.example/mcp",
         algorithms=("ES256",),
@@ -27,4 +28,4 @@ def test_the_policy_is_the_auth_settings() -> None:
 
 def test_without_issuer_or_resource_there_is_no_policy() -> None:
     with pytest.raises(SettingsError):
-        VerifierPolicy.from_settings(Settings.from_env({"AUTH_ISSUER": "https://login.example"}))
+        verifier_policy(Settings.from_env({"AUTH_ISSUER": "https://login.example"}))

@@ -14,6 +14,14 @@ from enum import StrEnum
 from typing import NamedTuple, Protocol
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaLimits:
+    """Calls admitted per rolling minute: per caller and over all callers."""
+
+    per_caller_per_minute: int
+    global_per_minute: int
+
+
 class QuotaLimit(StrEnum):
     """Which limit refused a call (the wire's ``details.limit``)."""
 

@@ -32,7 +32,7 @@ import httpx
 import jwt
 
 from expert_booking.adapters.http_body import IDENTITY_HEADERS, read_capped
-from expert_booking.settings import https_or_loopback_url
+from expert_booking.addresses import https_or_loopback_url
 
 logger = logging.getLogger("expert_booking.auth")
 

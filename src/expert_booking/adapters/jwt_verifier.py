@@ -40,7 +40,6 @@ from mcp.server.auth.provider import AccessToken
 
 from expert_booking.adapters.jwks import JwksCache, JwksUnavailableError
 from expert_booking.ports import Clock
-from expert_booking.settings import Settings, SettingsError
 
 logger = logging.getLogger("expert_booking.auth")
 
@@ -82,22 +81,6 @@ class VerifierPolicy:
     resource: str
     algorithms: tuple[str, ...]
     leeway_seconds: int
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> VerifierPolicy:
-        """The policy of ``AUTH_ISSUER``, ``AUTH_RESOURCE``, ``AUTH_ALGORITHMS``, the leeway.
-
-        Raises:
-            SettingsError: the issuer or the resource is not configured.
-        """
-        if settings.auth_issuer is None or settings.auth_resource is None:
-            raise SettingsError("token verification needs AUTH_ISSUER and AUTH_RESOURCE")
-        return cls(
-            issuer=settings.auth_issuer,
-            resource=settings.auth_resource,
-            algorithms=settings.auth_algorithms,
-            leeway_seconds=settings.auth_leeway_seconds,
-        )
 
 
 _CLAIM_ERRORS: Final[tuple[tuple[type[jwt.PyJWTError], RefusalReason], ...]] = (

@@ -23,8 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from expert_booking.access.ports import QuotaDecision, QuotaLimit
-from expert_booking.settings import QuotaLimits
+from expert_booking.access.ports import QuotaDecision, QuotaLimit, QuotaLimits
 
 WINDOW_SECONDS = 60.0
 

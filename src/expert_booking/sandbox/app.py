@@ -36,6 +36,7 @@ from starlette.types import Receive, Scope, Send
 
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.payments_http import PAYMENT_RESPONDED_HEADER, PAYMENTS_PATH
+from expert_booking.addresses import is_loopback_host
 from expert_booking.domain.model import PaymentStatus, format_instant
 from expert_booking.ports import Clock
 from expert_booking.sandbox import pages
@@ -46,7 +47,6 @@ from expert_booking.sandbox.ledger import (
     LedgerError,
     PaymentAlreadyFinalError,
 )
-from expert_booking.settings import is_loopback_host
 from expert_booking.version import DISTRIBUTION
 
 SANDBOX_HEADER: Final = "x-payment-sandbox"
