@@ -1,4 +1,4 @@
-"""Use case ``booking.cancel_booking``: a HELD or CONFIRMED booking becomes CANCELLED.
+"""Use case cancel: a HELD or CONFIRMED booking becomes CANCELLED.
 
 A hold is reversible: unless the person has paid, it is cancelled at once, without approval.
 Whether they paid is asked of the payment service first, read-only and between two
@@ -67,7 +67,7 @@ _Outcome = Booking | BookingError | _PaymentNeeded
 
 
 class Cancellation:
-    """Runs ``booking.cancel_booking`` through the shared ``writes.Writes``."""
+    """Runs a cancellation through the shared ``writes.Writes``."""
 
     def __init__(
         self,

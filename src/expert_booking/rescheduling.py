@@ -1,4 +1,4 @@
-"""Use case ``booking.reschedule_booking``: a CONFIRMED booking moves to another free slot.
+"""Use case reschedule: a CONFIRMED booking moves to another free slot.
 
 In place: the booking keeps its id, so its payment query id (seed 000: immutable), and its
 payment; only its slot changes, at the same price and currency (charging a difference is out of
@@ -7,7 +7,7 @@ checked by the store's uniqueness guarantee on the new slot as it leaves the old
 new slot is secured before the old one is free, or nothing changes (SLOT_UNAVAILABLE). The
 person approves the RESCHEDULE intent (``domain.intents``), which names the new slot and start.
 A taken or started target's SLOT_UNAVAILABLE offers free slots at the booking's price instead
-(``details.alternatives``, read after the refusal).
+(the refusal's ``alternatives`` detail, read after it).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class RescheduleBooking:
 
 
 class Rescheduling:
-    """Runs ``booking.reschedule_booking`` through the shared ``writes.Writes``."""
+    """Runs a reschedule through the shared ``writes.Writes``."""
 
     def __init__(
         self,
