@@ -16,7 +16,9 @@ import pytest
 
 from expert_booking.domain.errors import InvalidCursorError, ToolNotFoundError
 from expert_booking.edge import catalog as catalog_module
-from expert_booking.edge.catalog import MEMO_QUERY_LIMIT, SUMMARY_LIMIT, ToolCatalog, tokenize
+from expert_booking.edge import catalog_ranking
+from expert_booking.edge.catalog import MEMO_QUERY_LIMIT, SUMMARY_LIMIT, ToolCatalog
+from expert_booking.edge.catalog_ranking import tokenize
 from expert_booking.edge.schemas import SchemaLoadError, SchemaRegistry
 from expert_booking.edge.tool_registry import BY_NAME
 from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
@@ -287,9 +289,9 @@ def test_items_carry_name_human_title_uri_and_a_short_leading_summary(
 
 @pytest.mark.parametrize("name", LOGICAL_TOOLS)
 def test_a_tool_is_found_by_its_title_alone(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    for field in catalog_module.FIELD_WEIGHTS:
+    for field in catalog_ranking.FIELD_WEIGHTS:
         if field != "title":
-            monkeypatch.setitem(catalog_module.FIELD_WEIGHTS, field, 0.0)
+            monkeypatch.setitem(catalog_ranking.FIELD_WEIGHTS, field, 0.0)
     assert ToolCatalog(REGISTRY).rank(BY_NAME[name].title)[0] == name
 
 
