@@ -81,26 +81,19 @@ async def guarded(run: Callable[[], Awaitable[T]], *, operation_id: str) -> T | 
     no stack trace, path, SQL or exception text ever reaches a caller. The log record carries
     ``operation_id`` as a field (see ``json_logging.configure_logging``), which ties the
     caller's error to the traceback in the log. An ``INTERNAL_ERROR`` an adapter raised (a
-    store failure it could not name otherwise) is logged the same way, with its cause.
+    store failure it could not name otherwise) is one of these: logged with its cause.
     """
     try:
         return await run()
-    except BookingError as error:
-        if error.code is ErrorCode.INTERNAL_ERROR:
-            _log_internal(error, operation_id)
-        return error
-    except Exception as error:  # noqa: BLE001 - the single broad except of the edge (house style 3.4)
-        _log_internal(error, operation_id)
+    except Exception as error:  # the single broad except of the edge (house style 3.4)
+        if isinstance(error, BookingError) and error.code is not ErrorCode.INTERNAL_ERROR:
+            return error
+        logger.exception(
+            "unexpected error; operation_id=%s",
+            operation_id,
+            extra={"operation_id": operation_id},
+        )
         return InternalError(operation_id=operation_id)
-
-
-def _log_internal(error: Exception, operation_id: str) -> None:
-    logger.error(
-        "unexpected error; operation_id=%s",
-        operation_id,
-        exc_info=error,
-        extra={"operation_id": operation_id},
-    )
 
 
 def to_call_result(envelope: Mapping[str, Any]) -> dict[str, Any]:
