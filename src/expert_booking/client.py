@@ -173,11 +173,16 @@ class Exchange:
             client_received_at=client_received_at,
         )
 
-    def chain(self) -> list[str | None]:
-        """``[clientSentAt, serverReceivedAt, serverRespondedAt, clientReceivedAt]``."""
+    def chain(self, result_created_at: str | None = None) -> list[str | None]:
+        """``[clientSentAt, serverReceivedAt, serverRespondedAt, clientReceivedAt]``.
+
+        A tool result's ``serverResultCreatedAt``, when given, goes between the server's two.
+        """
+        created = [] if result_created_at is None else [result_created_at]
         return [
             self.client_sent_at,
             self.server_received_at,
+            *created,
             self.server_responded_at,
             self.client_received_at,
         ]

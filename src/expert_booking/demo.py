@@ -63,11 +63,7 @@ class _Story:
         for line in lines:
             print(f"     {line}")
         if self.exchanges.exchanges:
-            last = self.exchanges.exchanges[-1]
-            parts = [last.client_sent_at, last.server_received_at]
-            if created_at:
-                parts.append(created_at)
-            parts += [last.server_responded_at, last.client_received_at]
+            parts = self.exchanges.exchanges[-1].chain(created_at or None)
             print("     time: " + " <= ".join((p or "?")[11:] for p in parts))
             problem = chain_error(parts)
             if problem is not None:

@@ -37,15 +37,12 @@ _services_log = logging.getLogger("expert_booking.services")
 
 def warn_paid_after_release(booking: Booking) -> None:
     """The operator's WARNING line when a payment arrived for a booking already released."""
-    if booking.status is BookingStatus.CANCELLED:
-        _services_log.warning(
-            "paid after cancellation: booking %s was paid after it was cancelled; refund due",
-            booking.booking_id,
-        )
-        return
+    cancelled = booking.status is BookingStatus.CANCELLED
     _services_log.warning(
-        "paid after expiry: booking %s was paid after its hold expired; refund due",
+        "paid after %s: booking %s was paid after %s; refund due",
+        "cancellation" if cancelled else "expiry",
         booking.booking_id,
+        "it was cancelled" if cancelled else "its hold expired",
     )
 
 

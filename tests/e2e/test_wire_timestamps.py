@@ -68,10 +68,7 @@ def assert_chain(exchange: Exchange, meta: dict[str, Any], created_at: str | Non
     assert exchange.status_code == 200
     assert meta["serverReceivedAt"] == exchange.server_received_at
     assert meta["serverRespondedAt"] == exchange.server_responded_at
-    chain = [exchange.client_sent_at, meta["serverReceivedAt"]]
-    if created_at is not None:
-        chain.append(created_at)
-    chain += [meta["serverRespondedAt"], exchange.client_received_at]
+    chain = exchange.chain(created_at)
     assert chain_error(chain) is None, chain
 
 
