@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
@@ -238,27 +239,23 @@ async def _answers_to_list_then_ping(
     return answers
 
 
-async def test_one_message_failing_unexpectedly_is_answered_and_the_others_still_are(
-    monkeypatch: pytest.MonkeyPatch,
+_LONE_SURROGATE = httpx2.Response(200, content=b'{"jsonrpc":"2.0","id":1,"result":{"x":"\\ud800"}}')
+
+
+@pytest.mark.parametrize(
+    ("bridge", "said"),
+    [
+        # a message failing unexpectedly inside the bridge
+        (lambda: _Failing(URL, Upstream(ok({}))), "could not be relayed"),
+        # a server answer holding a lone surrogate escape: no UTF-8 line can carry it
+        (lambda: Bridge(URL, Upstream(_LONE_SURROGATE)), "without a JSON-RPC message"),
+        # an answer that cannot be written to the host
+        (lambda: _Unwritable(URL, Upstream(ok({}))), "could not be written"),
+    ],
+)
+async def test_one_message_that_fails_is_answered_with_an_error_and_the_others_still_are(
+    monkeypatch: pytest.MonkeyPatch, bridge: Callable[[], Bridge], said: str
 ) -> None:
-    answers = await _answers_to_list_then_ping(monkeypatch, _Failing(URL, Upstream(ok({}))))
+    answers = await _answers_to_list_then_ping(monkeypatch, bridge())
     assert answers[1]["error"]["code"] == -32603
-    assert "could not be relayed" in answers[1]["error"]["message"]
-
-
-async def test_a_server_answer_no_utf8_line_can_carry_is_an_error_and_the_relay_goes_on(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A server answer holding a lone surrogate escape: refused as no JSON-RPC message."""
-    lone = httpx2.Response(200, content=b'{"jsonrpc":"2.0","id":1,"result":{"x":"\\ud800"}}')
-    answers = await _answers_to_list_then_ping(monkeypatch, Bridge(URL, Upstream(lone)))
-    assert answers[1]["error"]["code"] == -32603
-    assert "without a JSON-RPC message" in answers[1]["error"]["message"]
-
-
-async def test_an_answer_that_cannot_be_written_is_an_error_and_the_others_still_are(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    answers = await _answers_to_list_then_ping(monkeypatch, _Unwritable(URL, Upstream(ok({}))))
-    assert answers[1]["error"]["code"] == -32603
-    assert "could not be written" in answers[1]["error"]["message"]
+    assert said in answers[1]["error"]["message"]
