@@ -32,7 +32,7 @@ import contextlib
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
@@ -61,6 +61,9 @@ HOP_BY_HOP: Final = frozenset(
     }
 )
 """Headers that describe one connection, not the message (RFC 9110 section 7.6.1)."""
+
+_UPSTREAM_TIMEOUT: Final = httpx2.Timeout(30.0, read=120.0)
+"""A read waits longer than the rest: the upstream answers a call only once its work is done."""
 
 CHECKED_END_TO_END: Final = frozenset({b"host", b"origin"})
 """Headers the server's DNS-rebinding checks read: a request whose ``Connection`` nominates one
@@ -93,17 +96,9 @@ def _hop_by_hop(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
 class ProxyApp:
     """The ASGI application: forwards every HTTP request to ``upstream_origin``."""
 
-    def __init__(
-        self,
-        upstream_origin: str,
-        *,
-        transport_factory: Callable[[], httpx2.AsyncBaseTransport] = ClientSentAtTransport,
-        read_timeout_s: float = 120.0,
-    ) -> None:
-        """Forward to ``upstream_origin`` (``http://host:port``) through ``transport_factory()``."""
+    def __init__(self, upstream_origin: str) -> None:
+        """Forward to ``upstream_origin`` (``http://host:port``) via ``ClientSentAtTransport``."""
         self._origin = upstream_origin.rstrip("/")
-        self._transport_factory = transport_factory
-        self._timeout = httpx2.Timeout(30.0, read=read_timeout_s)
         self._client: httpx2.AsyncClient | None = None
         self.forwarded = 0
         """Number of requests forwarded so far (for reports)."""
@@ -120,8 +115,8 @@ class ProxyApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self._client = httpx2.AsyncClient(
-                    transport=self._transport_factory(),
-                    timeout=self._timeout,
+                    transport=ClientSentAtTransport(),
+                    timeout=_UPSTREAM_TIMEOUT,
                     follow_redirects=False,
                     trust_env=False,
                 )

@@ -17,6 +17,7 @@ from dotenv.main import DotEnv
 
 from expert_booking.access.caller import IpNetwork
 from expert_booking.access.ports import QuotaLimits
+from expert_booking.adapters.sqlite_transaction import DEFAULT_BUSY_TIMEOUT_MS
 from expert_booking.addresses import https_or_loopback_url, is_loopback_host
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -89,7 +90,7 @@ class Settings:
         )
     )
     max_body_bytes: int = 32 * 1024
-    db_busy_timeout_ms: int = 5000
+    db_busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
     auth_mode: AuthMode = AuthMode.NONE
     auth_issuer: str | None = None
     auth_jwks_url: str | None = None

@@ -9,7 +9,7 @@ then OpenID Connect Discovery (``/.well-known/openid-configuration`` appended). 
 Caching: the key set is fetched at the first token and kept; it is fetched again on the next
 token after ``max_age_seconds`` (5 min; a removed key stops being trusted within that), and
 when a token names a ``kid`` the set lacks (key rotation): at once the first time, then at most
-once per ``refetch_interval_seconds`` (10 s), so tokens with made-up ``kid`` values cannot make
+once per ``REFETCH_INTERVAL_SECONDS`` (10 s), so tokens with made-up ``kid`` values cannot make
 this server hammer the AS, while a key rotated in right after a scheduled fetch is found by its
 first token (unless another unknown ``kid`` came within the interval). After a failed fetch no
 fetch of either kind is tried for that interval, and the keys already known stay. Tokens that
@@ -70,7 +70,6 @@ class JwksCache:
         jwks_url: str | None = None,
         clock: Callable[[], float],
         max_age_seconds: float = MAX_AGE_SECONDS,
-        refetch_interval_seconds: float = REFETCH_INTERVAL_SECONDS,
     ) -> None:
         """Keys of ``issuer`` (from ``jwks_url`` if given); ``clock`` is monotonic seconds."""
         self._http = http
@@ -78,7 +77,6 @@ class JwksCache:
         self._jwks_url = jwks_url
         self._clock = clock
         self._max_age = max_age_seconds
-        self._refetch_interval = refetch_interval_seconds
         self._keys: dict[str, dict[str, Any]] = {}
         self._parsed: dict[tuple[str, str], jwt.PyJWK | None] = {}
         self._fetched_at: float | None = None
@@ -166,7 +164,7 @@ class JwksCache:
             self.fetches += 1
 
     def _recent(self, at: float | None, now: float) -> bool:
-        return at is not None and now - at < self._refetch_interval
+        return at is not None and now - at < REFETCH_INTERVAL_SECONDS
 
     async def _fetch(self) -> dict[str, dict[str, Any]]:
         if self._jwks_url is None:

@@ -65,8 +65,8 @@ class HttpPaymentQuery:
     phase, so a service trickling its body would otherwise exceed PAYMENT_TIMEOUT_SECONDS.
 
     The body is read as it travels (``Accept-Encoding: identity``; a ``Content-Encoding`` is
-    refused, never decoded) and at most ``max_bytes`` of it, so neither a large nor a highly
-    compressed answer can cost memory or event-loop time. It must then be valid against
+    refused, never decoded) and at most ``MAX_ANSWER_BYTES`` of it, so neither a large nor a
+    highly compressed answer can cost memory or event-loop time. It must then be valid against
     ``schemas/payment_answer.json`` (``answer_schema``, the compiled validator of the schema
     registry: one source of truth for the shape). Every failure to get such an answer is
     ``PaymentUnavailableError`` (retryable); whether it matches the booking is the domain's call.
@@ -79,7 +79,6 @@ class HttpPaymentQuery:
         *,
         deadline_seconds: float,
         answer_schema: Validator,
-        max_bytes: int = MAX_ANSWER_BYTES,
         tracer: Tracer | None = None,
     ) -> None:
         """Use ``client`` for requests and ``clock`` for the wire timestamps.
@@ -90,7 +89,6 @@ class HttpPaymentQuery:
         self._clock = clock
         self._deadline_seconds = deadline_seconds
         self._answer_schema = answer_schema
-        self._max_bytes = max_bytes
         self._tracer = tracer or _tracer
 
     async def query_payment(self, booking_id: str, trace: TraceContext) -> PaymentAnswer:
@@ -150,7 +148,7 @@ class HttpPaymentQuery:
                 span.set_attribute("http.response.status_code", response.status_code)
                 if response.status_code != httpx.codes.OK:
                     raise PaymentUnavailableError(reason="HTTP_STATUS")
-                body = await read_capped(response, self._max_bytes)
+                body = await read_capped(response, MAX_ANSWER_BYTES)
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise PaymentUnavailableError(reason="TIMEOUT") from exc
         except BodyTooLargeError as exc:

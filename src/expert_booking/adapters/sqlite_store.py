@@ -91,7 +91,11 @@ from expert_booking.adapters.sqlite_sql import (
     list_params,
     search_params,
 )
-from expert_booking.adapters.sqlite_transaction import SqliteTransaction, translate_error
+from expert_booking.adapters.sqlite_transaction import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    SqliteTransaction,
+    translate_error,
+)
 from expert_booking.domain.model import Booking, Money, format_instant
 from expert_booking.ports import (
     BookingListQuery,
@@ -120,7 +124,9 @@ class SqliteBookingStore:
         self._closing: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> SqliteBookingStore:
+    async def open(
+        cls, path: Path | str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+    ) -> SqliteBookingStore:
         """Open (creating if missing) and migrate the database; seed it on first start.
 
         Durability trade-off: ``journal_mode=WAL`` with ``synchronous=NORMAL`` never corrupts
@@ -366,7 +372,9 @@ class DatabaseFileError(Exception):
     """The file cannot be this server's database (the message says why, without the path)."""
 
 
-def check_database_file(path: Path | str, *, busy_timeout_ms: int = 5000) -> str | None:
+def check_database_file(
+    path: Path | str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+) -> str | None:
     """Prepare the file as ``open`` does, synchronously, and check a newer release did not write it.
 
     For a command that must refuse to start with one clear line before it serves: the store

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from expert_booking.access.ports import DisabledTool, ToolSwitchState
-from expert_booking.adapters.sqlite_transaction import translate_error
+from expert_booking.adapters.sqlite_transaction import DEFAULT_BUSY_TIMEOUT_MS, translate_error
 from expert_booking.domain.errors import InternalError
 from expert_booking.domain.model import format_instant, parse_instant
 
@@ -29,7 +29,7 @@ T = TypeVar("T")
 class SqliteToolSwitches:
     """The kill-switch state in ``tool_switches`` / ``tool_switch_version``."""
 
-    def __init__(self, path: Path | str, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         """Use the database at ``path`` (already migrated)."""
         self._path = str(path)
         self._timeout = busy_timeout_ms / 1000

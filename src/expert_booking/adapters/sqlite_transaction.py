@@ -6,7 +6,7 @@ import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from expert_booking.adapters.sqlite_rows import (
     booking_from_json,
@@ -213,6 +213,11 @@ def _record(scope: str, key: str, row: sqlite3.Row) -> IdempotencyRecord:
         booking=booking_from_json(row["booking_json"]),
         error_code=row["error_code"],
     )
+
+
+DEFAULT_BUSY_TIMEOUT_MS: Final = 5000
+"""How long a statement waits for another connection's lock before it is ``StorageBusyError``
+(``BOOKING_DB_BUSY_TIMEOUT_MS``'s default)."""
 
 
 def translate_error(exc: sqlite3.Error) -> BookingError:
