@@ -449,6 +449,42 @@ def test_every_stderr_line_is_json_and_refusals_are_logged(
     assert all("a" * 300 not in line for line in lines)  # no header value beyond 200 chars
 
 
+@pytest.mark.parametrize(
+    ("call", "rpc_error_code", "detail"),
+    [
+        (("booking.nope", {}, "booking.nope"), -32602, "Unknown tool: booking.nope"),
+        (("tool_catalog.search", {"query": "x"}, "tool_catalog.read"), -32020, "mcp-name header"),
+    ],
+    ids=["unknown-tool", "header-contradicts-body"],
+)
+def test_a_call_the_sdk_refuses_writes_one_refusal_line(
+    server: ServerProcess,
+    port: int,
+    call: tuple[str, dict[str, Any], str],
+    rpc_error_code: int,
+    detail: str,
+) -> None:
+    """Past the gate, a 4xx the SDK answers is logged as the gate's own refusals are."""
+    name, arguments, mcp_name = call
+    stamp = now_stamp()
+    body = enveloped("tools/call", {"name": name, "arguments": arguments}, stamp)
+    headers = {**stamped_headers(stamp, "tools/call"), "Mcp-Name": mcp_name}
+    before = set(server.stderr_lines)
+    response = exchange(port, request("/mcp", body, headers=headers))
+    assert response is not None
+    assert response.status == 400
+    assert response.json()["error"]["code"] == rpc_error_code
+    line = server.wait_for_stderr(
+        lambda text: text not in before and f'"rpcErrorCode":{rpc_error_code}' in text
+    )
+    refusal = json.loads(line)["refusal"]
+    assert refusal["status"] == 400
+    assert refusal["reason"] == "SDK_REFUSED"
+    assert refusal["rpcMethod"] == "tools/call"
+    assert refusal["detail"].startswith(detail)
+    assert refusal["peer"].startswith("127.0.0.1:")
+
+
 def test_every_action_line_carries_the_observed_client_clock_skew(
     server: ServerProcess, port: int
 ) -> None:

@@ -13,7 +13,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
 from expert_booking.edge.bearer_gate import BearerAuth
 from expert_booking.edge.client_time import check_client_sent_at
-from expert_booking.edge.refusals import Refusal, RefusalLog, send_jsonrpc_error
+from expert_booking.edge.refusals import (
+    Refusal,
+    RefusalLog,
+    sdk_refusals_logged,
+    send_jsonrpc_error,
+)
 from expert_booking.edge.wire_time import (
     CLIENT_SENT_HEADER,
     SCOPE_CLIENT_SENT_AT,
@@ -151,16 +156,19 @@ class McpRequestGate:
         if refusal is not None:
             await self._refuse(scope, send, refusal, decoded)
             return
-        await self._app(scope, _replay(body, receive), send)
+        await self._app(
+            scope,
+            _replay(body, receive),
+            sdk_refusals_logged(send, self._log, scope, _rpc_method(decoded)),
+        )
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, decoded: Any) -> None:
-        rpc_method = decoded.get("method") if isinstance(decoded, dict) else None
         self._log.refused(
             status=refusal.status,
             reason=refusal.reason,
             http_method=scope.get("method"),
             peer=scope.get("client"),
-            rpc_method=rpc_method if isinstance(rpc_method, str) else None,
+            rpc_method=_rpc_method(decoded),
             refused_value=refusal.refused_value,
             detail=refusal.detail,
             caller=refusal.caller,
@@ -361,6 +369,11 @@ def _deeper_than(body: bytes, decoded: Any, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
+
+
+def _rpc_method(decoded: Any) -> str | None:
+    method = decoded.get("method") if isinstance(decoded, dict) else None
+    return method if isinstance(method, str) else None
 
 
 def _request_id(decoded: Any) -> Any:

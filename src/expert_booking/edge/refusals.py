@@ -1,4 +1,9 @@
-"""Refusals before any handler runs: the JSON-RPC error answer and its bounded log line."""
+"""Refusals before any handler runs: the JSON-RPC error answer and its bounded log line.
+
+The gate's own refusals (``edge.gates``) and the ones the SDK answers past it (a tool it does not
+know, params it cannot parse, a header that contradicts the body: a 4xx JSON-RPC error) write the
+same line, so a host failing at the protocol level shows in the log as one failing at the gate.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Final
 
-from starlette.types import Send
+from starlette.types import Message, Scope, Send
 
 logger = logging.getLogger("expert_booking.refusals")
 
@@ -98,6 +104,7 @@ class RefusalLog:
         refused_value: str | None = None,
         detail: str | None = None,
         caller: Mapping[str, str | None] | None = None,
+        rpc_error_code: int | None = None,
     ) -> None:
         """Log one refusal (or count it, past the cap)."""
         with self._lock:
@@ -117,6 +124,8 @@ class RefusalLog:
         }
         if rpc_method is not None:
             fields["rpcMethod"] = rpc_method[:_VALUE_LIMIT]
+        if rpc_error_code is not None:
+            fields["rpcErrorCode"] = rpc_error_code
         if refused_value is not None:
             fields["refusedValue"] = refused_value[:_VALUE_LIMIT]
         if detail is not None:
@@ -126,3 +135,51 @@ class RefusalLog:
         if suppressed:
             fields["suppressed"] = suppressed
         logger.info("request refused: %s %s", status, reason, extra={"refusal": fields})
+
+
+SDK_REFUSED: Final = "SDK_REFUSED"
+"""The reason of a line for a 4xx the SDK answered (its JSON-RPC code and message follow)."""
+
+
+def sdk_refusals_logged(send: Send, log: RefusalLog, scope: Scope, rpc_method: str | None) -> Send:
+    """``send``, writing one ``log`` line when the app behind the gate answers 4xx.
+
+    The line names the status, ``SDK_REFUSED``, the JSON-RPC error code and, as ``detail``, the
+    SDK's message (bounded like every value; it may quote the request, never a header or token).
+    """
+    status = 0
+
+    async def logged(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif HTTPStatus.BAD_REQUEST <= status < HTTPStatus.INTERNAL_SERVER_ERROR:
+            code, text = _jsonrpc_error(message.get("body", b""))
+            log.refused(
+                status=status,
+                reason=SDK_REFUSED,
+                http_method=scope.get("method"),
+                peer=scope.get("client"),
+                rpc_method=rpc_method,
+                rpc_error_code=code,
+                detail=text,
+            )
+            status = 0  # one line per response, whatever its body's chunks
+        await send(message)
+
+    return logged
+
+
+def _jsonrpc_error(body: bytes) -> tuple[int | None, str | None]:
+    """The code and message of a JSON-RPC error body; ``None`` for what it does not hold."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return None, None
+    if not isinstance(error, dict):
+        return None, None
+    code, message = error.get("code"), error.get("message")
+    return (
+        code if isinstance(code, int) and not isinstance(code, bool) else None,
+        message if isinstance(message, str) else None,
+    )
