@@ -6,16 +6,29 @@ transactions (as confirm does), since a person may pay on the page while the age
 A paid hold or a confirmed booking is cancelled only with a fresh human approval of its
 CANCEL intent (``domain.intents``); the server never moves money, the snapshot states that a
 refund is owed. Idempotent like confirm: the outcome is stored under the key with the change.
+
+A hold cancelled as unpaid is asked about once more after the commit: a person who pressed Pay
+between the first answer and the commit has paid for a cancelled booking. An exact PAID then is
+recorded as a payment after release (PAID, ``refundDue``, the operator's WARNING) and returned;
+the stored outcome of the key stays the cancellation. A provider that, like the sandbox, refuses
+to take a payment once the booking is cancelled leaves no later window; one that takes payments
+for a released booking later is heard only by reconciliation (NOTES, risks).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from expert_booking.call_context import CallContext
-from expert_booking.domain.errors import BookingError, BookingNotFoundError, InvalidStateError
+from expert_booking.domain.errors import (
+    BookingError,
+    BookingNotFoundError,
+    InvalidStateError,
+    PaymentUnavailableError,
+)
 from expert_booking.domain.intents import cancel_intent
 from expert_booking.domain.lifecycle import CANCELLABLE, cancelled, changeable, is_paid
 from expert_booking.domain.model import (
@@ -23,6 +36,7 @@ from expert_booking.domain.model import (
     BookingStatus,
     HumanApproval,
     PaymentAnswer,
+    PaymentStatus,
     canonical_idempotency_key,
 )
 from expert_booking.domain.rules import (
@@ -41,6 +55,8 @@ from expert_booking.replay import (
     warn_paid_after_release,
 )
 from expert_booking.writes import Writes
+
+logger = logging.getLogger("expert_booking.services")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +117,46 @@ class Cancellation:
         if isinstance(settled, _PaymentNeeded):  # only transaction 1 asks for the payment
             msg = "cancel asked for the payment twice"
             raise TypeError(msg)
-        return unwrap(settled)
+        booking = unwrap(settled)
+        if booking.status is BookingStatus.CANCELLED and booking.payment.status is (
+            PaymentStatus.PENDING
+        ):
+            return await self._paid_meanwhile(booking, owner, context)
+        return booking
+
+    async def _paid_meanwhile(self, booking: Booking, owner: str, context: CallContext) -> Booking:
+        """Ask once more whether the person paid the hold just cancelled; record it if so."""
+        try:
+            answer = await self._payments.query_payment(booking.booking_id, context.trace)
+        except PaymentUnavailableError as exc:
+            logger.warning(
+                "cancelled hold %s: its payment could not be checked again after the cancel "
+                "(%s); a payment made meanwhile is not on record",
+                booking.booking_id,
+                exc.details["reason"],
+            )
+            return booking
+        if answer.status is not PaymentStatus.PAID:
+            return booking
+        # No slot changes hands: the search cache stays (no ``after_write``).
+        owed = await self._writes.run_write(self._record_owed(booking, owner, answer))
+        return owed or booking
+
+    def _record_owed(
+        self, booking: Booking, owner: str, answer: PaymentAnswer
+    ) -> Callable[[Transaction], Booking | None]:
+        def work(tx: Transaction) -> Booking | None:
+            current = tx.get_booking(booking.booking_id, owner=owner)
+            owed = None
+            if current is not None:
+                owed = record_paid_after_release(current, answer, skew=self._policy.approval_skew)
+            if current is None or owed is None:
+                return None
+            warn_paid_after_release(current)
+            tx.update_booking(owed, expected_version=current.version)
+            return owed
+
+        return work
 
     async def _transaction(
         self,

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from expert_booking.cancellation import CancelBooking
-from expert_booking.domain.errors import BookingError
+from expert_booking.domain.errors import BookingError, PaymentUnavailableError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
 from expert_booking.domain.model import (
     Booking,
@@ -44,9 +44,12 @@ class GatedPayments:
     """A payment port whose answers a test releases one by one (a query held in flight)."""
 
     def __init__(self) -> None:
-        self.answers: dict[str, PaymentAnswer] = {}
+        self.answers: dict[str, PaymentAnswer | PaymentUnavailableError] = {}
+        """What the service answers, or raises, for a booking."""
         self.gates: dict[str, asyncio.Event] = {}
         self.asked: dict[str, asyncio.Event] = {}
+        self.then: dict[str, PaymentAnswer | PaymentUnavailableError] = {}
+        """What the service answers (or raises) after its next answer: the person acted."""
 
     def hold_open(self, booking_id: str) -> None:
         self.gates[booking_id] = asyncio.Event()
@@ -57,7 +60,12 @@ class GatedPayments:
         if gate is not None:
             self.asked.pop(booking_id).set()
             await gate.wait()
-        return self.answers[booking_id]
+        answered = self.answers[booking_id]
+        if booking_id in self.then:
+            self.answers[booking_id] = self.then.pop(booking_id)
+        if isinstance(answered, PaymentUnavailableError):
+            raise answered
+        return answered
 
 
 @pytest.fixture(params=sorted(ENGINES))
@@ -279,6 +287,61 @@ async def test_an_unpaid_hold_cancelled_while_its_payment_completes_owes_a_refun
     # Recorded once: a retry of the confirm is refused before any payment query.
     assert await _outcome(service.confirm_booking(confirm, CONTEXT)) == "VERSION_CONFLICT"
     assert await _get(service, held) == now
+
+
+async def test_a_hold_paid_between_its_cancels_payment_query_and_commit_owes_a_refund(
+    service: BookingService,
+    payments: GatedPayments,
+    clock: MutableClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The service said PENDING, the person pressed Pay, then the cancel committed.
+
+    The cancel asks once more after its commit and records what it hears: PAID, ``refundDue``.
+    """
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    payments.then[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    cancel = CancelBooking(held.booking_id, 1, _key(), None)
+    with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
+        cancelled = await service.cancel_booking(cancel, CONTEXT)
+    assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, 3)
+    assert (cancelled.payment.status, cancelled.refund_due) == (PaymentStatus.PAID, True)
+    assert cancelled.payment.paid_at == clock.now()
+    assert await _get(service, held) == cancelled
+    assert [r.getMessage() for r in caplog.records] == [
+        (
+            f"paid after cancellation: booking {held.booking_id} was paid after it was cancelled; "
+            "refund due"
+        )
+    ]
+    # The key keeps the cancellation it made; the payment is the booking's own record now.
+    replayed = await service.cancel_booking(cancel, CONTEXT)
+    assert (replayed.status, replayed.version) == (BookingStatus.CANCELLED, 2)
+    assert await _get(service, held) == cancelled
+
+
+async def test_a_cancel_whose_second_payment_look_fails_still_cancels_and_says_so(
+    service: BookingService,
+    payments: GatedPayments,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    payments.then[held.booking_id] = PaymentUnavailableError(reason="TIMEOUT")
+    with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
+        cancelled = await service.cancel_booking(
+            CancelBooking(held.booking_id, 1, _key(), None), CONTEXT
+        )
+    assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, 2)
+    assert (cancelled.payment.status, cancelled.refund_due) == (PaymentStatus.PENDING, False)
+    assert await _get(service, held) == cancelled
+    assert [r.getMessage() for r in caplog.records] == [
+        (
+            f"cancelled hold {held.booking_id}: its payment could not be checked again after the "
+            "cancel (TIMEOUT); a payment made meanwhile is not on record"
+        )
+    ]
 
 
 async def test_a_cancel_that_hears_paid_after_another_cancel_won_records_the_refund(

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import uuid
 from contextlib import closing
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -29,6 +32,7 @@ from tests.fakes import MutableClock
 pytestmark = pytest.mark.anyio
 
 SANDBOX = "http://127.0.0.1:3100"
+DEADLINE_S = 10
 
 
 async def _held_in(database: Path) -> dict[str, Any]:
@@ -95,6 +99,60 @@ async def test_a_payment_the_ledger_cannot_record_is_503_and_stays_pending(
     assert "nothing changed" in refused.text
     assert (answer["status"], answer["paidAt"]) == ("PENDING", None)
     assert mailbox.json() == {"messages": []}
+
+
+class _SlowLedger(Ledger):
+    """A ledger whose next change stops before its write until the test lets it go on."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.changing = threading.Event()
+        self.go_on = threading.Event()
+        self.read_mid_change: list[str] = []
+
+    def settle(self, booking_id: str, status: str, *, at: str, amount: str, currency: str) -> Any:
+        self.changing.set()
+        assert self.go_on.wait(DEADLINE_S)
+        try:
+            return super().settle(booking_id, status, at=at, amount=amount, currency=currency)
+        finally:
+            self.changing.clear()
+
+    def payment(self, booking_id: str) -> Any:
+        if self.changing.is_set():
+            self.read_mid_change.append(booking_id)
+        return super().payment(booking_id)
+
+
+async def test_a_payment_answer_waits_for_a_change_in_progress(tmp_path: Path) -> None:
+    """The server's question after its cancel commit hears a Pay that read the booking held."""
+    database = tmp_path / "expert-booking.db"
+    booking = await _held_in(database)
+    ledger = _SlowLedger(tmp_path / "ledger.json")
+    app = build_sandbox_app(database, ledger, clock=MutableClock(parse_instant(booking["heldAt"])))
+    booking_id = booking["bookingId"]
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as http,
+        anyio.create_task_group() as tasks,
+    ):
+        with anyio.fail_after(DEADLINE_S):
+            tasks.start_soon(
+                partial(http.post, f"{SANDBOX}/pay/{booking_id}", data={"action": "pay"})
+            )
+            assert await anyio.to_thread.run_sync(ledger.changing.wait, DEADLINE_S)
+            answers: list[httpx.Response] = []
+
+            async def ask() -> None:
+                answers.append(await http.get(f"{SANDBOX}/payments/{booking_id}"))
+
+            tasks.start_soon(ask)
+            while not (answers or ledger.turn.statistics().tasks_waiting):
+                await anyio.wait_all_tasks_blocked()
+                await anyio.to_thread.run_sync(lambda: None)  # a worker thread may be reading
+            ledger.go_on.set()
+    assert ledger.read_mid_change == []
+    (answer,) = answers
+    assert answer.json()["status"] == "PAID"
 
 
 @pytest.mark.parametrize(

@@ -132,11 +132,12 @@ def _language(request: Request[Any, Any, State]) -> str:
 async def payment_answer(booking_id: FromPath[str], state: State) -> Response[Any]:
     """The contract's payment answer for one booking (PENDING until the page changed it)."""
     sandbox = _sandbox(state)
-    booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
+    async with sandbox.ledger.turn:
+        booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
+        payment = sandbox.ledger.payment(booking_id)
     if booking is None:
         body: dict[str, Any] = {"error": "payment not found", "bookingId": booking_id}
         return Response(body, status_code=404, headers=sandbox.headers())
-    payment = sandbox.ledger.payment(booking_id)
     answer = {
         "bookingId": booking.booking_id,
         "status": payment.status,
@@ -180,6 +181,13 @@ async def change_payment(
     sandbox = _sandbox(state)
     form = await request.form()
     status = ACTIONS.get(str(form.get("action", "")))
+    async with sandbox.ledger.turn:
+        return await _change(sandbox, request, booking_id, status)
+
+
+async def _change(
+    sandbox: _Sandbox, request: Request[Any, Any, State], booking_id: str, status: str | None
+) -> Response[Any]:
     booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
     if booking is None:
         return sandbox.not_found(_language(request), booking_id)

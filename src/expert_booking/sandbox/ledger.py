@@ -12,6 +12,11 @@ A booking without an entry is ``PENDING``. A payment changes once, from ``PENDIN
 ``payment.<status in lower case>``). Every write replaces the file atomically (a temporary file,
 ``fsync``, ``os.replace``), under a lock, so a reader never sees half a ledger; a change is
 kept in memory only once it is on the disk, so a failed write changes nothing.
+
+``turn`` orders a payment change against a payment answer (``app.py`` takes it): a change holds
+it from reading the booking until the ledger has the change, and an answer waits for it. So a
+server that commits a cancel and then asks (``cancellation.py``) hears a payment whose booking
+was read as held before that commit, and a change that starts later reads it cancelled (409).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import anyio
 
 from expert_booking.domain.model import PaymentStatus
 
@@ -58,6 +65,8 @@ class Ledger:
                 its directory (a payment could not be recorded).
         """
         self.path = path
+        self.turn = anyio.Lock()
+        """Held by a payment change from its booking read to its write; an answer waits."""
         self._lock = threading.Lock()
         self._data = self._load()
         try:
