@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import math
 import os
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from dotenv.main import DotEnv
+from dotenv.parser import parse_stream
 
 from expert_booking.access.caller import IpNetwork
 from expert_booking.access.ports import QuotaLimits
@@ -57,15 +59,25 @@ def load_dotenv_file() -> None:
     value applies, not the default.
 
     Raises:
-        SettingsError: the file cannot be read as UTF-8 text.
+        SettingsError: the file cannot be read as UTF-8 text, or a line of it is no
+            ``NAME=value`` (python-dotenv would skip it with a warning: a setting the operator
+            wrote would silently not apply).
     """
     path = Path.cwd() / DOTENV
+    if not path.is_file():
+        return
     try:
-        # override=False: ${VAR} in the file reads the environment's VAR first, as it applies
-        values = DotEnv(path, encoding="utf-8", override=False).dict() if path.is_file() else {}
+        text = path.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError) as exc:
         msg = f"{path} cannot be read as UTF-8 text ({type(exc).__name__})"
         raise SettingsError(msg) from exc
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            line = binding.original.line
+            msg = f"{path} line {line} is not NAME=value (quote a value with spaces; # comments)"
+            raise SettingsError(msg)
+    # override=False: ${VAR} in the file reads the environment's VAR first, as it applies
+    values = DotEnv(None, stream=io.StringIO(text), override=False).dict()
     for name, value in values.items():
         if value is not None and not os.environ.get(name, "").strip():
             os.environ[name] = value
@@ -272,17 +284,27 @@ MAX_DURATION = 10**9
 _Number = TypeVar("_Number", int, float)
 
 
+def _integer(raw: str, rule: str) -> int:
+    """``int(raw)``, refused with ``rule`` instead of Python's own sentence."""
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(rule) from None
+
+
 def _positive_int(raw: str) -> int:
-    value = int(raw)
+    rule = "must be a positive integer"
+    value = _integer(raw, rule)
     if value <= 0:
-        raise ValueError("must be a positive integer")
+        raise ValueError(rule)
     return value
 
 
 def _non_negative_int(raw: str) -> int:
-    value = int(raw)
+    rule = "must be zero or a positive integer"
+    value = _integer(raw, rule)
     if value < 0:
-        raise ValueError("must be zero or a positive integer")
+        raise ValueError(rule)
     return value
 
 
@@ -315,16 +337,21 @@ def parse_port(raw: str) -> int:
     Raises:
         ValueError: ``raw`` is not a decimal integer in that range.
     """
-    value = int(raw)
+    rule = "must be a TCP port (0-65535)"
+    value = _integer(raw, rule)
     if not 0 <= value <= 65535:  # noqa: PLR2004 - the TCP port range
-        raise ValueError("must be a TCP port (0-65535)")
+        raise ValueError(rule)
     return value
 
 
 def _positive_float(raw: str) -> float:
-    value = float(raw)
+    rule = "must be a positive, finite number"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(rule) from None
     if not math.isfinite(value) or value <= 0:
-        raise ValueError("must be a positive, finite number")
+        raise ValueError(rule)
     return value
 
 

@@ -162,11 +162,15 @@ def _newer_database(path: Path) -> Path:
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
-        (lambda tmp: tmp / "missing" / "b.db", "SQLITE_CANTOPEN"),
+        (
+            lambda tmp: tmp / "missing" / "b.db",
+            "SQLITE_CANTOPEN: unable to open database file: its directory ",
+        ),
+        (lambda tmp: _made_dir(tmp / "a-folder"), "that path is a directory; give a file path"),
         (lambda tmp: _written(tmp / "notes.txt", b"not a database, just notes\n" * 100), "NOTADB"),
         (lambda tmp: _newer_database(tmp / "newer.db"), "a newer expert-booking-mcp wrote it"),
     ],
-    ids=["missing-directory", "not-sqlite", "newer-schema"],
+    ids=["missing-directory", "a-directory", "not-sqlite", "newer-schema"],
 )
 def test_a_database_that_cannot_serve_is_one_line_naming_it_before_serving(
     clean_env: pytest.MonkeyPatch,
@@ -182,6 +186,11 @@ def test_a_database_that_cannot_serve_is_one_line_naming_it_before_serving(
         f"expert-booking-mcp: cannot use the database {database} (--db / BOOKING_DB_PATH): "
     )
     assert reason in line
+
+
+def _made_dir(path: Path) -> Path:
+    path.mkdir()
+    return path
 
 
 def _written(path: Path, data: bytes) -> Path:

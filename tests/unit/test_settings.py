@@ -176,6 +176,33 @@ def test_dotenv_fills_what_the_environment_leaves_unset_or_blank(
     assert loaded.slot_cache_ttl_seconds == 7
 
 
+@pytest.mark.parametrize("bad_line", ["FOO BAR", 'NAME="unclosed'])
+def test_a_dotenv_line_that_is_no_assignment_is_refused_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_line: str
+) -> None:
+    (tmp_path / ".env").write_text(f"# settings\nHOLD_TTL_SECONDS=60\n{bad_line}\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SettingsError, match=r"\.env line 3 is not NAME=value"):
+        settings_module.load_dotenv_file()
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "rule"),
+    [
+        ("PORT", "48001x", "must be a TCP port (0-65535)"),
+        ("HOLD_TTL_SECONDS", "5m", "must be a positive integer"),
+        ("SLOT_CACHE_TTL_SECONDS", "lots", "must be zero or a positive integer"),
+        ("PAYMENT_TIMEOUT_SECONDS", "3s", "must be a positive, finite number"),
+    ],
+)
+def test_a_mistyped_number_is_told_the_rule_not_pythons_parse_error(
+    name: str, raw: str, rule: str
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({name: raw})
+    assert str(refused.value) == f"{name}={raw!r}: {rule}"
+
+
 def test_cli_overrides_win_and_none_means_not_given() -> None:
     base = Settings.from_env({"PORT": "4000", "HOST": "127.0.0.1"})
     overridden = base.with_overrides(port=0, host=None, db_path=Path("other.db"))

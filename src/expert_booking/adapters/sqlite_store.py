@@ -399,7 +399,7 @@ def check_database_file(
             pending = unapplied_migrations(db)
     except sqlite3.Error as exc:
         name = getattr(exc, "sqlite_errorname", type(exc).__name__)
-        raise DatabaseFileError(f"{name}: {exc}") from exc
+        raise DatabaseFileError(f"{name}: {exc}{_hint(Path(path), name, busy_timeout_ms)}") from exc
     except SchemaTooNewError as exc:
         raise DatabaseFileError(str(exc)) from exc
     held = (
@@ -410,6 +410,32 @@ def check_database_file(
         msg = f"{held}, and {len(pending)} migration(s) of this release must write: retry"
         raise DatabaseFileError(msg)
     return f"{held} at start: writes wait or answer STORAGE_BUSY until it is released"
+
+
+def _hint(path: Path, error_name: str, busy_timeout_ms: int) -> str:
+    """What an operator can do about a file SQLite refused (empty when the error says it all).
+
+    SQLite names one cause (``unable to open database file``) for a missing directory, a
+    directory in the file's place and a file or directory it may not write.
+    """
+    if error_name.startswith("SQLITE_BUSY"):
+        return (
+            f": another process held the database's lock for longer than the busy timeout "
+            f"({busy_timeout_ms} ms); retry, or raise BOOKING_DB_BUSY_TIMEOUT_MS"
+        )
+    if not error_name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
+        return ""
+    folder = path.parent
+    if path.is_dir():
+        return ": that path is a directory; give a file path (created on first start)"
+    if not folder.is_dir():
+        return f": its directory {folder} does not exist; create it or give another path"
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return (
+            f": the server must write the file and its directory {folder} (write-ahead log "
+            "beside it); give a writable path"
+        )
+    return ""
 
 
 def _probe_write(db: sqlite3.Connection) -> bool:
