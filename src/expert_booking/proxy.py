@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import sys
 import threading
@@ -47,6 +48,7 @@ from expert_booking.version import DISTRIBUTION
 __all__ = ("ProxyApp", "StampingProxy", "ThreadedServer")
 
 _PREFIX: Final = f"{DISTRIBUTION} proxy"
+logger = logging.getLogger("expert_booking.proxy")
 HOP_BY_HOP: Final = frozenset(
     {
         b"connection",
@@ -162,7 +164,9 @@ class ProxyApp:
         try:
             response = await self._client.send(request, stream=True)
         except httpx2.HTTPError as exc:
-            await _plain(send, 502, f"proxy: upstream failed: {type(exc).__name__}".encode())
+            cause = type(exc).__name__
+            logger.warning("upstream %s failed: %s: %s", self._origin, cause, exc)
+            await _plain(send, 502, f"proxy: upstream {self._origin} failed: {cause}".encode())
             return
         self.forwarded += 1
         try:
@@ -207,7 +211,10 @@ async def _plain(send: Send, status: int, text: bytes) -> None:
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(text)).encode()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": text})

@@ -9,6 +9,8 @@ request the server refuses directly passed through the proxy (security audit F3)
 from __future__ import annotations
 
 import json
+import logging
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -78,3 +80,21 @@ def test_a_request_without_host_is_refused_not_given_the_upstreams_name(proxy_po
     assert response is not None
     assert response.status == 400
     assert response.headers["content-type"].startswith("text/plain")
+
+
+def test_an_upstream_that_cannot_be_reached_is_502_naming_it_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on once released
+        probe.bind(("127.0.0.1", 0))
+        closed = int(probe.getsockname()[1])
+    upstream = f"http://127.0.0.1:{closed}"
+    with (
+        caplog.at_level(logging.WARNING, logger="expert_booking.proxy"),
+        StampingProxy.running(f"{upstream}/mcp") as proxy,
+    ):
+        response = _discover(int(proxy.url.removesuffix("/mcp").rsplit(":", 1)[1]))
+    assert response.status == 502
+    assert response.body == f"proxy: upstream {upstream} failed: ConnectError".encode()
+    (record,) = caplog.records
+    assert record.getMessage().startswith(f"upstream {upstream} failed: ConnectError: ")
