@@ -450,6 +450,37 @@ def test_every_stderr_line_is_json_and_refusals_are_logged(
 
 
 @pytest.mark.parametrize(
+    ("call", "dropped", "code", "message"),
+    [
+        (
+            ("tools/list", {}),
+            "Mcp-Method",
+            "MISSING_MCP_METHOD",
+            "Missing Mcp-Method header: send Mcp-Method: tools/list (the body's method)",
+        ),
+        (
+            ("tools/call", {"name": "tool_catalog.search", "arguments": {"query": "x"}}),
+            "Mcp-Name",
+            "MISSING_MCP_NAME",
+            "Missing Mcp-Name header: send Mcp-Name: the body's params.name",
+        ),
+    ],
+)
+def test_a_missing_routing_header_is_named_missing(
+    port: int, call: tuple[str, dict[str, Any]], dropped: str, code: str, message: str
+) -> None:
+    """The SDK would call it a header that 'does not match', without ``data.code``."""
+    method, params = call
+    stamp = now_stamp()
+    headers = {**stamped_headers(stamp, method), "Mcp-Name": "tool_catalog.search", dropped: ""}
+    response = exchange(port, request("/mcp", enveloped(method, params, stamp), headers=headers))
+    assert response is not None
+    assert response.status == 400
+    error = response.json()["error"]
+    assert error == {"code": -32020, "message": message, "data": {"code": code}}
+
+
+@pytest.mark.parametrize(
     ("call", "rpc_error_code", "detail"),
     [
         (("booking.nope", {}, "booking.nope"), -32602, "Unknown tool: booking.nope"),

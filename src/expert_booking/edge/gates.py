@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
+from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, NAME_BEARING_METHODS
 from mcp_types import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -37,9 +38,11 @@ _CONTENT_LENGTH = b"content-length"
 _CONTENT_TYPE = b"content-type"
 _ACCEPT = b"accept"
 _AUTHORIZATION = b"authorization"
+_METHOD = MCP_METHOD_HEADER.encode()
+_NAME = MCP_NAME_HEADER.encode()
 _READ_HEADERS = frozenset(
     {_HOST, _ORIGIN, _VERSION, _CLIENT_SENT, _CONTENT_LENGTH, _CONTENT_TYPE, _ACCEPT}
-    | {_AUTHORIZATION}
+    | {_AUTHORIZATION, _METHOD, _NAME}
 )
 _LOWERCASED = frozenset({_HOST, _ORIGIN})
 _OWS = b" \t"
@@ -90,6 +93,8 @@ class McpRequestGate:
        ``client_clock_tolerance`` of the ingress time ``TimestampLayer`` recorded, else 400 /
        -32600 with ``data.code`` ``MISSING_CLIENT_TIMESTAMP``, ``CLIENT_TIMESTAMP_MISMATCH``
        or ``CLIENT_TIMESTAMP_OUT_OF_RANGE``.
+    9. ``Mcp-Method`` (and ``Mcp-Name`` of a named call) absent: 400 / -32020, ``data.code``
+       ``MISSING_MCP_METHOD`` / ``MISSING_MCP_NAME`` (the SDK judges a present one).
 
     Header values are compared after trimming optional whitespace; when a request carries such
     whitespace (or an upper-case Host/Origin) the scope's headers are rewritten trimmed so the
@@ -153,6 +158,7 @@ class McpRequestGate:
                 refusal = outcome
             else:
                 scope[SCOPE_CLIENT_SENT_AT] = outcome
+                refusal = _check_routing_headers(headers, decoded, _request_id(decoded))
         if refusal is not None:
             await self._refuse(scope, send, refusal, decoded)
             return
@@ -342,6 +348,39 @@ def _check_message(headers: dict[bytes, str | None], body: bytes) -> tuple[Any, 
             request_id,
         )
     return decoded, None
+
+
+def _check_routing_headers(
+    headers: dict[bytes, str | None], decoded: Any, request_id: Any
+) -> Refusal | None:
+    """A missing ``Mcp-Method`` (or ``Mcp-Name`` of a named call) is said to be missing.
+
+    The SDK refuses it too, as a header that "does not match" the body, without ``data.code``;
+    what a present header must equal stays the SDK's judgement (``mcp.shared.inbound``).
+    """
+    method = decoded.get("method") if isinstance(decoded, dict) else None
+    if not isinstance(method, str):
+        return None
+    if headers.get(_METHOD, "") == "":  # absent or empty (None: repeated, the SDK's case)
+        return _missing_header("Mcp-Method", f"{method} (the body's method)", request_id)
+    name_key = NAME_BEARING_METHODS.get(method)
+    params = decoded.get("params")
+    named = name_key and isinstance(params, dict) and params.get(name_key) is not None
+    if named and headers.get(_NAME, "") == "":
+        return _missing_header("Mcp-Name", f"the body's params.{name_key}", request_id)
+    return None
+
+
+def _missing_header(header: str, value: str, request_id: Any) -> Refusal:
+    code = f"MISSING_{header.upper().replace('-', '_')}"
+    return Refusal(
+        400,
+        HEADER_MISMATCH,
+        f"Missing {header} header: send {header}: {value}",
+        code,
+        {"code": code},
+        request_id,
+    )
 
 
 _UNPARSEABLE: Final = object()
