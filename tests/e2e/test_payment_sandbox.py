@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import uuid
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from expert_booking.adapters.clock import SystemClock
 from expert_booking.client import open_client
 from expert_booking.domain.model import format_instant
 from expert_booking.settings import Settings
+from expert_booking.testing.sandbox_pair import server_with_sandbox
 from expert_booking.testing.server_process import (
     SANDBOX_COMMAND,
     SANDBOX_READY_LINE,
@@ -224,15 +226,15 @@ async def test_a_cancelled_booking_can_no_longer_be_paid_on_the_page(pair: Pair)
     assert booking["bookingId"] not in mailbox.text
 
 
-def test_a_database_that_is_not_sqlite_is_no_booking_and_a_logged_warning(
+def test_a_database_that_turns_out_not_sqlite_is_no_booking_and_a_logged_warning(
     tmp_path: Path,
 ) -> None:
-    """It was a bare 500 with nothing logged (operator audit)."""
+    """It was a bare 500 with nothing logged (operator audit); such a file at start stops it."""
     damaged = tmp_path / "expert-booking.db"
-    damaged.write_bytes(b"this is not a SQLite database, only some text" * 100)
     with ServerProcess(
         command=SANDBOX_COMMAND, db_path=damaged, ready_line=SANDBOX_READY_LINE
     ) as sandbox:
+        damaged.write_bytes(b"this is not a SQLite database, only some text" * 100)
         answer = httpx2.get(f"{sandbox.url}/payments/booking-x")
         assert answer.status_code == 404
         assert httpx2.get(f"{sandbox.url}/pay/booking-x").status_code == 404
@@ -240,3 +242,106 @@ def test_a_database_that_is_not_sqlite_is_no_booking_and_a_logged_warning(
     record = json.loads(line)
     assert record["level"] == "WARNING"
     assert str(damaged) in record["message"]
+
+
+def _refused_start(database: Path, *extra_args: str) -> tuple[str, int | None]:
+    """The one stderr line and the exit status of a sandbox that must not start."""
+    sandbox = ServerProcess(
+        command=SANDBOX_COMMAND,
+        db_path=database,
+        ready_line=SANDBOX_READY_LINE,
+        extra_args=extra_args,
+    )
+    try:
+        with pytest.raises(ServerStartError):
+            sandbox.start()
+    finally:
+        sandbox.close()  # one that started after all is stopped, not left running
+    (line,) = sandbox.stderr_lines
+    return line, sandbox.returncode
+
+
+def test_a_database_that_is_not_sqlite_stops_the_sandbox_at_start(tmp_path: Path) -> None:
+    """Like serve: its pages said "No booking" for every booking (security review)."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a SQLite database, only some text" * 100)
+    line, status = _refused_start(junk)
+    assert status == 2
+    assert f"cannot read bookings from {junk}" in line
+    assert "not a readable SQLite database" in line
+    assert not (tmp_path / "junk.payments.json").exists()
+
+
+def test_a_directory_given_as_the_database_stops_the_sandbox_at_start(tmp_path: Path) -> None:
+    line, status = _refused_start(tmp_path)
+    assert status == 2
+    assert line.endswith(f"cannot read bookings from {tmp_path} (--db): it is not a file")
+
+
+def test_a_database_in_a_missing_directory_stops_the_sandbox_and_makes_no_directory(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "missing" / "dir"
+    line, status = _refused_start(missing / "expert-booking.db")
+    assert status == 2
+    assert f"its directory {missing} does not exist" in line
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "ledger",
+    [{"version": 1}, {"version": 1, "payments": [], "mailbox": []}],
+    ids=["no-payments", "payments-a-list"],
+)
+def test_a_ledger_of_another_shape_stops_the_sandbox_at_start(
+    tmp_path: Path, ledger: dict[str, Any]
+) -> None:
+    """It started, then every request was an unlogged 500 (security review)."""
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(ledger), encoding="utf-8")
+    line, status = _refused_start(tmp_path / "expert-booking.db", "--ledger", str(path))
+    assert status == 2
+    assert f"{path} is not a version 1 ledger: " in line
+    assert json.loads(path.read_text(encoding="utf-8")) == ledger
+
+
+async def test_a_second_sandbox_on_the_same_ledger_is_refused_and_the_first_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    """Two sandboxes on one ledger each rewrote it from memory: one lost the other's PAID."""
+    database = tmp_path / "expert-booking.db"
+    ledger = tmp_path / "expert-booking.payments.json"
+    with server_with_sandbox(database) as (server, first):
+        pair = Pair(server, first)
+        booking = await hold(pair, "slot-ai-001")
+        line, status = _refused_start(database)
+        assert status == 2
+        assert f"another payment sandbox uses the ledger {ledger}" in line
+        paid = httpx2.post(booking["paymentPageUrl"], data={"action": "pay"})
+        assert paid.status_code == 303
+        assert (await confirm(pair, booking))["ok"]
+    with ServerProcess(
+        command=SANDBOX_COMMAND, db_path=database, ready_line=SANDBOX_READY_LINE
+    ) as after:  # the first one's lock ended with it
+        answer = httpx2.get(f"{after.url}/payments/{booking['bookingId']}")
+    assert answer.json()["status"] == "PAID"
+
+
+def test_the_real_server_refuses_a_second_host_and_guards_every_answer(pair: Pair) -> None:
+    """Two Hosts were judged by the last one: a rebinding page could name itself first."""
+    address = pair.sandbox.url.removeprefix("http://")
+    name, port = address.rsplit(":", 1)
+    with socket.create_connection((name, int(port)), timeout=10) as connection:
+        connection.sendall(
+            f"GET /mailbox HTTP/1.1\r\nHost: attacker.example\r\nHost: {address}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    head = reply.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+    assert head.startswith("http/1.1 400")
+    assert "x-frame-options: deny" in head
+    page = httpx2.get(f"{pair.sandbox.url}/mailbox")
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

@@ -35,7 +35,7 @@ SANDBOX = "http://127.0.0.1:3100"
 DEADLINE_S = 10
 
 
-async def _held_in(database: Path) -> dict[str, Any]:
+async def held_in(database: Path) -> dict[str, Any]:
     """A real hold made by a server on ``database``, which is stopped again."""
     call = {
         "name": "booking.hold_slot",
@@ -59,7 +59,7 @@ async def test_a_hold_that_ran_out_is_not_payable_though_still_stored_held(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "expert-booking.db"
-    booking = await _held_in(database)
+    booking = await held_in(database)
     expires = parse_instant(booking["expiresAt"])
     clock = MutableClock(expires - timedelta(seconds=1))
     app = build_sandbox_app(database, Ledger(tmp_path / "ledger.json"), clock=clock)
@@ -83,7 +83,7 @@ async def test_a_payment_the_ledger_cannot_record_is_503_and_stays_pending(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "expert-booking.db"
-    booking = await _held_in(database)
+    booking = await held_in(database)
     folder = tmp_path / "ledgers"
     ledger = Ledger(folder / "ledger.json")
     folder.rmdir()
@@ -97,6 +97,12 @@ async def test_a_payment_the_ledger_cannot_record_is_503_and_stays_pending(
         mailbox = await http.get(f"{SANDBOX}/mailbox", headers={"accept": "application/json"})
     assert refused.status_code == 503
     assert "nothing changed" in refused.text
+    assert refused.headers["content-type"] == "text/plain; charset=utf-8"  # it said JSON
+    assert (refused.headers["x-payment-sandbox"], refused.headers["cache-control"]) == (
+        "1",
+        "no-store",
+    )
+    assert "x-payment-responded-at" in refused.headers
     assert (answer["status"], answer["paidAt"]) == ("PENDING", None)
     assert mailbox.json() == {"messages": []}
 
@@ -127,7 +133,7 @@ class _SlowLedger(Ledger):
 async def test_a_payment_answer_waits_for_a_change_in_progress(tmp_path: Path) -> None:
     """The server's question after its cancel commit hears a Pay that read the booking held."""
     database = tmp_path / "expert-booking.db"
-    booking = await _held_in(database)
+    booking = await held_in(database)
     ledger = _SlowLedger(tmp_path / "ledger.json")
     app = build_sandbox_app(database, ledger, clock=MutableClock(parse_instant(booking["heldAt"])))
     booking_id = booking["bookingId"]

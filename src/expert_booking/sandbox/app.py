@@ -10,17 +10,28 @@
 - ``GET /mailbox``: the mailbox page; ``Accept: application/json`` gives ``{"messages": [...]}``
   (the ledger's mailbox entries, newest first).
 
-Only loopback: the command refuses another bind address, every request must name a loopback
-``Host`` (421 otherwise) and a form post with an ``Origin`` must come from the sandbox itself
-(403 otherwise), so a web page elsewhere cannot pay for the user. A post without ``Origin`` (a
-program, as ``demo`` plays the person) is served: the sandbox stands in for a payment provider,
-which would authenticate the payer; it cannot tell a person from a program, and a booking id is
-all it asks (an unguessable one, as a payment link is).
+Only loopback: the command refuses another bind address, every request must name exactly one
+``Host``, of the form ``name[:digits]`` (400 otherwise), a loopback one (421 otherwise), and a
+form post with an ``Origin`` must carry exactly one, the sandbox's own (403 otherwise), so a web
+page elsewhere cannot pay for the user. A post without ``Origin`` (a program, as ``demo`` plays
+the person) is served: the sandbox stands in for a payment provider, which would authenticate
+the payer; it cannot tell a person from a program, and a booking id is all it asks (an
+unguessable one, as a payment link is).
+
+Every answer, the gate's own refusals included, carries :data:`GUARD_HEADERS`: no page of the
+sandbox can be framed by another (clickjacking a Pay button), nothing is sniffed as another type,
+no Referer (with its booking id) leaves it, and its pages may load nothing and post only to the
+sandbox. (``same-origin``, not ``no-referrer``: under ``no-referrer`` a browser sends ``Origin:
+null`` with the page's own form post, which the Origin check must refuse.) A request body
+is at most :data:`MAX_BODY_BYTES` (413 before anything of it is parsed, announced or streamed):
+the one form has one short field. The sandbox's own answers carry ``x-payment-sandbox``, the
+responded-at header and ``cache-control: no-store``; its plain-text answers are ``text/plain``.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -30,9 +41,10 @@ from typing import Any, Final
 import anyio
 from litestar import Litestar, Request, get, post
 from litestar.datastructures import State
+from litestar.exceptions import HTTPException
 from litestar.params import FromPath
 from litestar.response import Redirect, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.payments_http import PAYMENT_RESPONDED_HEADER, PAYMENTS_PATH
@@ -56,6 +68,22 @@ ACTIONS: Final = {
     "close": PaymentStatus.CLOSED.value,
 }
 _HTML: Final = "text/html"  # Litestar adds "; charset=utf-8" to text/* types itself
+_TEXT: Final = "text/plain"
+MAX_BODY_BYTES: Final = 16 * 1024
+"""The largest request body served: the payment form's one field needs some twenty bytes."""
+CONTENT_SECURITY_POLICY: Final = (
+    f"default-src 'none'; style-src {pages.STYLE_SOURCE}; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+GUARD_HEADERS: Final = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make the form's Origin "null"
+)
+"""Added to every answer by :class:`_LoopbackGate`."""
+_HOST: Final = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(?::[0-9]+)?")
+"""A ``Host`` value: a name or a bracketed IPv6 literal (group 1), then an optional port."""
 
 logger = logging.getLogger("expert_booking.sandbox")
 
@@ -66,37 +94,55 @@ def default_ledger_path(db_path: Path) -> Path:
 
 
 class _LoopbackGate:
-    """ASGI wrapper: loopback ``Host`` only (421), same-origin form posts only (403)."""
+    """ASGI wrapper: one ``name[:port]`` Host (400), loopback (421), same-origin posts (403).
+
+    :data:`GUARD_HEADERS` go on every answer, the gate's own refusals included.
+    """
 
     def __init__(self, app: Any) -> None:
         self._app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {
-                name.decode("latin-1").lower(): value.decode("latin-1")
-                for name, value in scope["headers"]
-            }
-            host = headers.get("host", "")
-            hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            refusal: tuple[int, bytes] | None = None
-            if not is_loopback_host(hostname):
-                refusal = (421, b"SANDBOX: only loopback Host names are served")
-            elif scope["method"] == "POST" and headers.get("origin", f"http://{host}") != (
-                f"http://{host}"
-            ):
-                refusal = (403, b"SANDBOX: form posts must come from the sandbox's own pages")
-            if refusal is not None:
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": refusal[0],
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": refusal[1]})
-                return
-        await self._app(scope, receive, send)
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *GUARD_HEADERS]}
+            await send(message)
+
+        refusal = _refusal(scope)
+        if refusal is None:
+            await self._app(scope, receive, guarded)
+            return
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"cache-control", b"no-store"),
+            (SANDBOX_HEADER.encode(), b"1"),
+        ]
+        await guarded({"type": "http.response.start", "status": refusal[0], "headers": headers})
+        await guarded({"type": "http.response.body", "body": refusal[1]})
+
+
+def _refusal(scope: Scope) -> tuple[int, bytes] | None:
+    """The gate's answer to a request it does not pass on (status, body), else ``None``."""
+    hosts = _header_values(scope, b"host")
+    host = hosts[0] if hosts else ""
+    named = _HOST.fullmatch(host)
+    if len(hosts) > 1 or named is None:
+        return 400, b"SANDBOX: a request names one Host, as name[:port] (a port is digits)"
+    if not is_loopback_host(named[1]):
+        return 421, b"SANDBOX: only loopback Host names are served"
+    origins = _header_values(scope, b"origin")
+    if scope["method"] == "POST" and (origins or [f"http://{host}"]) != [f"http://{host}"]:
+        return 403, b"SANDBOX: form posts must come from the sandbox's own pages"
+    return None
+
+
+def _header_values(scope: Scope, name: bytes) -> list[str]:
+    """Every value of the header ``name`` (lower case) in the request, in order."""
+    return [value.decode("latin-1") for key, value in scope["headers"] if key.lower() == name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +154,24 @@ class _Sandbox:
     clock: Clock
 
     def headers(self) -> dict[str, str]:
-        return {PAYMENT_RESPONDED_HEADER: format_instant(self.clock.now()), SANDBOX_HEADER: "1"}
+        return {
+            PAYMENT_RESPONDED_HEADER: format_instant(self.clock.now()),
+            SANDBOX_HEADER: "1",
+            "cache-control": "no-store",
+        }
 
     def html(self, text: str, language: str, status: int = 200) -> Response[str]:
-        extra = {**self.headers(), "content-language": language, "cache-control": "no-store"}
+        extra = {**self.headers(), "content-language": language}
         return Response(text, status_code=status, media_type=_HTML, headers=extra)
+
+    def text(
+        self, message: str, status: int, headers: dict[str, str] | None = None
+    ) -> Response[str]:
+        extra = {**(headers or {}), **self.headers()}
+        return Response(message, status_code=status, media_type=_TEXT, headers=extra)
+
+    def redirect(self, path: str) -> Redirect:
+        return Redirect(path, status_code=303, headers=self.headers())
 
     def not_found(self, language: str, booking_id: str) -> Response[str]:
         page = pages.not_found_page(language, booking_id, str(self.reader.db_path))
@@ -192,7 +251,7 @@ async def _change(
     if booking is None:
         return sandbox.not_found(_language(request), booking_id)
     if status is None:
-        return Response("unknown action: use pay, fail or close", status_code=400)
+        return sandbox.text("unknown action: use pay, fail or close", 400)
     now = sandbox.clock.now()
     payment = sandbox.ledger.payment(booking_id)
     if payment.status == PENDING and not booking.open_for_payment(now):
@@ -213,14 +272,13 @@ async def _change(
             )
         )
     except PaymentAlreadyFinalError:
-        return Redirect(f"/pay/{booking_id}?already=1", status_code=303)
+        return sandbox.redirect(f"/pay/{booking_id}?already=1")
     except OSError as exc:  # disk full, a read-only file system: nothing was recorded
         logger.warning("payment change of %s not recorded: %s", booking_id, exc)
-        return Response(
-            "the payment change could not be recorded (nothing changed): try again",
-            status_code=503,
+        return sandbox.text(
+            "the payment change could not be recorded (nothing changed): try again", 503
         )
-    return Redirect(f"/pay/{booking_id}?changed=1", status_code=303)
+    return sandbox.redirect(f"/pay/{booking_id}?changed=1")
 
 
 @get("/mailbox")
@@ -240,12 +298,20 @@ async def index() -> Redirect:
     return Redirect("/mailbox", status_code=303)
 
 
+def _http_error(request: Request[Any, Any, State], exc: HTTPException) -> Response[str]:
+    """Litestar's own refusals (an unknown path, a method, a body over the limit) as plain text."""
+    sandbox = _sandbox(request.app.state)
+    return sandbox.text(f"SANDBOX: {exc.detail}", exc.status_code, exc.headers)
+
+
 def build_sandbox_app(db_path: Path, ledger: Ledger, *, clock: Clock | None = None) -> Any:
     """The sandbox as an ASGI app reading ``db_path`` and writing ``ledger``."""
     sandbox = _Sandbox(BookingReader(db_path), ledger, clock or SystemClock())
     app = Litestar(
         route_handlers=[payment_answer, payment_page, change_payment, mailbox, index],
         state=State({"sandbox": sandbox}),
+        exception_handlers={HTTPException: _http_error},
+        request_max_body_size=MAX_BODY_BYTES,
         debug=False,
         logging_config=None,
         openapi_config=None,
@@ -256,9 +322,14 @@ def build_sandbox_app(db_path: Path, ledger: Ledger, *, clock: Clock | None = No
 def run(host: str, port: int, db_path: Path, ledger_path: Path | None) -> int:
     """``expert-booking-mcp payment-sandbox``: serve until SIGTERM/SIGINT.
 
-    The ready line is ``Payment sandbox: http://HOST:PORT (SANDBOX ...)`` on stderr. A non-loopback
-    ``host`` or a ledger that cannot be read or written is one line and status 2; a busy port
-    status 3.
+    The ready line is ``Payment sandbox: http://HOST:PORT (SANDBOX ...)`` on stderr. One line
+    and status 2, before anything is served: a non-loopback ``host``; a database (``db_path``)
+    whose directory does not exist, or that is there but cannot be read as SQLite; a ledger that
+    cannot be read or written, is not of the ledger's shape, or that another payment sandbox
+    uses (the ledger is opened ``exclusive``, for as long as the process runs). A busy port is
+    status 3. A database file that does not exist yet, in a directory that does, is served as
+    one without bookings: the sandbox may start before ``serve`` creates it. The sandbox never
+    creates, migrates or writes the database, nor its directory.
     """
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only
 
@@ -266,8 +337,12 @@ def run(host: str, port: int, db_path: Path, ledger_path: Path | None) -> int:
     if not is_loopback_host(host):
         sys.stderr.write(f"{prefix}: --host must be a loopback address, got {host!r}\n")
         return 2
+    problem = _database_problem(db_path)
+    if problem is not None:
+        sys.stderr.write(f"{prefix}: cannot read bookings from {db_path} (--db): {problem}\n")
+        return 2
     try:
-        ledger = Ledger(ledger_path or default_ledger_path(db_path))
+        ledger = Ledger(ledger_path or default_ledger_path(db_path), exclusive=True)
     except LedgerError as exc:
         sys.stderr.write(f"{prefix}: {exc}\n")
         return 2
@@ -281,3 +356,13 @@ def run(host: str, port: int, db_path: Path, ledger_path: Path | None) -> int:
     except ListenError as exc:
         sys.stderr.write(f"{prefix}: {exc}\n")
         return 3
+
+
+def _database_problem(db_path: Path) -> str | None:
+    """Why the sandbox cannot read bookings from ``db_path`` at all, else ``None``."""
+    if not db_path.parent.is_dir():
+        return f"its directory {db_path.parent} does not exist (the sandbox creates none)"
+    if db_path.exists() and not db_path.is_file():
+        return "it is not a file"
+    unreadable = BookingReader(db_path).unreadable()
+    return None if unreadable is None else f"it is not a readable SQLite database ({unreadable})"

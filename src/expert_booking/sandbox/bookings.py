@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -60,12 +61,26 @@ class BookingReader:
         """Read from ``db_path`` (the file ``serve --db`` uses); it need not exist yet."""
         self.db_path = db_path
 
+    def unreadable(self) -> str | None:
+        """Why the file is there but cannot be read as SQLite (the error), else ``None``.
+
+        ``None`` too when it does not exist (yet). Opened ``mode=ro`` as :meth:`find` opens it:
+        nothing is created, migrated or written.
+        """
+        if not self.db_path.exists():
+            return None
+        try:
+            with closing(sqlite3.connect(self._uri(), uri=True, timeout=5.0)) as connection:
+                connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            return str(exc)
+        return None
+
     def find(self, booking_id: str) -> BookingView | None:
         """The booking, or ``None`` when the file or the booking does not exist."""
         if not self.db_path.is_file():
             return None
-        uri = f"{self.db_path.resolve().as_uri()}?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, timeout=5.0)
+        connection = sqlite3.connect(self._uri(), uri=True, timeout=5.0)
         try:
             row = connection.execute(_BOOKING_SQL, (booking_id,)).fetchone()
         except sqlite3.DatabaseError as exc:  # OperationalError too
@@ -77,3 +92,6 @@ class BookingReader:
         finally:
             connection.close()
         return None if row is None else BookingView(*row)
+
+    def _uri(self) -> str:
+        return f"{self.db_path.resolve().as_uri()}?mode=ro"

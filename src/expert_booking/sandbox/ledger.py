@@ -9,9 +9,19 @@ File shape (``version`` 1)::
 
 A booking without an entry is ``PENDING``. A payment changes once, from ``PENDING`` to ``PAID``,
 ``FAILED`` or ``CLOSED``; each change appends one mailbox message (``kind`` is
-``payment.<status in lower case>``). Every write replaces the file atomically (a temporary file,
-``fsync``, ``os.replace``), under a lock, so a reader never sees half a ledger; a change is
-kept in memory only once it is on the disk, so a failed write changes nothing.
+``payment.<status in lower case>``). The whole shape is checked when the file is read, so a file
+of another shape is refused then (:class:`LedgerError`), never met by a request.
+
+Every write replaces the file atomically (a temporary file, ``fsync``, ``os.replace``, then an
+``fsync`` of the directory, so the rename survives a power loss), under a lock, so a reader never
+sees half a ledger; a change is kept in memory only once all of that succeeded, so a failed
+write changes nothing in memory. (Should only the directory's ``fsync`` fail, the file already
+holds the change: the change is still reported as not recorded, and the next write replaces the
+file from memory again.)
+
+A ledger writes the file from its own memory, so it must be the file's only writer: the command
+opens it ``exclusive`` (see :class:`Ledger`), and a second payment sandbox on the same file is
+refused at start instead of silently undoing the first one's changes.
 
 ``turn`` orders a payment change against a payment answer (``app.py`` takes it): a change holds
 it from reading the booking until the ledger has the change, and an answer waits for it. So a
@@ -21,10 +31,12 @@ was read as held before that commit, and a change that starts later reads it can
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -36,10 +48,14 @@ from expert_booking.domain.model import PaymentStatus
 PENDING: Final = PaymentStatus.PENDING.value
 FINAL_STATUSES: Final = tuple(status.value for status in PaymentStatus if status != PENDING)
 LEDGER_VERSION: Final = 1
+LOCK_SUFFIX: Final = ".lock"
+"""``<ledger>.lock`` beside the ledger: the file an exclusive ledger locks (never removed)."""
+_MESSAGE_TEXT_FIELDS: Final = ("at", "kind", "bookingId", "status", "amount", "currency")
+_SHOWN_KEY_CHARS: Final = 80
 
 
 class LedgerError(RuntimeError):
-    """The ledger file exists but is not a ledger (it is never overwritten then)."""
+    """The ledger file exists but is not a ledger (never overwritten then), or is in use."""
 
 
 class PaymentAlreadyFinalError(ValueError):
@@ -54,27 +70,51 @@ class Payment:
     paid_at: str | None
 
 
-class Ledger:
-    """Payment states and mailbox messages kept in ``path``."""
+def lock_path(path: Path) -> Path:
+    """The lock file of the ledger ``path``: ``<path>.lock`` beside it."""
+    return path.with_name(path.name + LOCK_SUFFIX)
 
-    def __init__(self, path: Path) -> None:
+
+class Ledger:
+    """Payment states and mailbox messages kept in ``path``.
+
+    A ledger writes the whole file from its own memory, so it must be the file's only writer.
+    ``exclusive=True`` (what ``payment-sandbox`` uses) makes it so: before the file is read it
+    takes an exclusive ``flock`` on :func:`lock_path`, held as long as this object lives (for
+    the command, the process): every other exclusive ledger on the same file is refused, in
+    another process and in this one alike (a ``flock`` belongs to an open file, not to a
+    process). A ledger opened without it (in-process tests) takes no lock and is not held off:
+    it must be the only ledger of its file.
+    """
+
+    def __init__(self, path: Path, *, exclusive: bool = False) -> None:
         """Use ``path``; it is created at the first change, its directory now.
 
         Raises:
-            LedgerError: ``path`` exists and is not a ledger file, or no file can be written in
-                its directory (a payment could not be recorded).
+            LedgerError: ``path`` exists and is not a ledger file, no file can be written in its
+                directory (a payment could not be recorded), or (``exclusive``) another
+                exclusive ledger holds the file or its lock file cannot be locked. A ledger
+                refused here holds no lock.
         """
         self.path = path
         self.turn = anyio.Lock()
         """Held by a payment change from its booking read to its write; an answer waits."""
         self._lock = threading.Lock()
-        self._data = self._load()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=path.parent):
                 pass
         except OSError as exc:
             raise LedgerError(f"no ledger can be written beside {path}: {exc}") from exc
+        # Locked before the file is read: what this ledger holds in memory is the file as the
+        # previous holder left it, never a copy another sandbox still changes.
+        self._held = weakref.finalize(self, os.close, _lock(path)) if exclusive else None
+        try:
+            self._data = self._load()
+        except LedgerError:
+            if self._held is not None:
+                self._held()
+            raise
 
     def _load(self) -> dict[str, Any]:
         if not self.path.exists():
@@ -85,6 +125,9 @@ class Ledger:
             raise LedgerError(f"{self.path} is not a readable ledger: {exc}") from exc
         if not isinstance(data, dict) or data.get("version") != LEDGER_VERSION:
             raise LedgerError(f"{self.path} is not a version {LEDGER_VERSION} ledger")
+        problem = _shape_problem(data)
+        if problem is not None:
+            raise LedgerError(f"{self.path} is not a version {LEDGER_VERSION} ledger: {problem}")
         return data
 
     def payment(self, booking_id: str) -> Payment:
@@ -103,7 +146,7 @@ class Ledger:
         Raises:
             ValueError: ``status`` is not PAID, FAILED or CLOSED.
             PaymentAlreadyFinalError: the payment is no longer PENDING.
-            OSError: the ledger could not be written; nothing changed.
+            OSError: the ledger could not be written; nothing changed in memory.
         """
         if status not in FINAL_STATUSES:
             raise ValueError(f"unknown payment status {status!r}")
@@ -153,6 +196,77 @@ class Ledger:
                 os.fsync(stream.fileno())
             Path(temporary).replace(self.path)
             replaced = True
+            _fsync_directory(self.path.parent)  # the rename itself, against a power loss
         finally:
             if not replaced:  # a failed write leaves no temporary file behind
                 Path(temporary).unlink(missing_ok=True)
+
+
+def _lock(path: Path) -> int:
+    """An open descriptor of ``path``'s lock file holding its exclusive ``flock``.
+
+    Raises:
+        LedgerError: another exclusive ledger holds it, or it cannot be opened or locked.
+    """
+    locked = lock_path(path)
+    try:
+        descriptor = os.open(locked, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise LedgerError(f"cannot open the ledger's lock file {locked}: {exc}") from exc
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        msg = f"another payment sandbox uses the ledger {path} (it holds the lock on {locked})"
+        raise LedgerError(msg) from None
+    except OSError as exc:  # a file system without locks, for one
+        os.close(descriptor)
+        raise LedgerError(f"cannot lock the ledger's lock file {locked}: {exc}") from exc
+    return descriptor
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the entries of ``directory`` (a rename into it) durable."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What in a version 1 ledger's ``data`` is not of the documented shape, or ``None``."""
+    payments, mailbox = data.get("payments"), data.get("mailbox")
+    if not isinstance(payments, dict):
+        return '"payments" is not an object'
+    for booking_id, entry in payments.items():
+        if not _is_payment_entry(entry):
+            shown = booking_id[:_SHOWN_KEY_CHARS]
+            return f"the payment of {shown!r} is not a final status with its paidAt and changedAt"
+    if not isinstance(mailbox, list):
+        return '"mailbox" is not a list'
+    for position, message in enumerate(mailbox):
+        if not _is_message(message):
+            return f"mailbox message {position + 1} is not a message of the documented shape"
+    try:  # a JSON escape of half a surrogate pair: no page or write could encode it
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "it holds a lone surrogate (a \\uXXXX escape of half a character)"
+    return None
+
+
+def _is_payment_entry(entry: object) -> bool:
+    if not isinstance(entry, dict) or entry.get("status") not in FINAL_STATUSES:
+        return False
+    paid_at = entry.get("paidAt")
+    paid_at_fits = isinstance(paid_at, str) if entry["status"] == "PAID" else paid_at is None
+    return paid_at_fits and isinstance(entry.get("changedAt"), str)
+
+
+def _is_message(message: object) -> bool:
+    if not isinstance(message, dict):
+        return False
+    number = message.get("id")
+    texts = all(isinstance(message.get(field), str) for field in _MESSAGE_TEXT_FIELDS)
+    numbered = isinstance(number, int) and not isinstance(number, bool)
+    return numbered and texts and message["status"] in FINAL_STATUSES

@@ -1,20 +1,29 @@
 """The sandbox's server-rendered pages (English, Chinese, German by ``Accept-Language``).
 
 Plain HTML built from escaped strings (no template engine: three small pages), no script, one
-form per page. Every page says SANDBOX in its title and in a banner.
+form per page, one inline style (:data:`STYLE_SOURCE` lets exactly it through the sandbox's
+Content-Security-Policy). Every value put into a page is escaped, and a URL path segment
+percent-encoded first; the constant style sheet is the only text written as it is. Every page
+says SANDBOX in its title and in a banner.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any, Final
+from urllib.parse import quote
 
 from expert_booking.sandbox.bookings import HELD, BookingView
 from expert_booking.sandbox.ledger import PENDING, Payment
 
 LANGUAGES: Final = ("en", "zh", "de")
 DEFAULT_LANGUAGE: Final = "en"
+SHOWN_ID_CHARS: Final = 80
+"""How much of an unknown booking id (from the request's path) the not-found page repeats."""
 
 TEXT: Final[Mapping[str, Mapping[str, str]]] = {
     "en": {
@@ -109,6 +118,10 @@ _STYLE: Final = (
     "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;"
     "padding:.3rem;text-align:left}"
 )
+STYLE_SOURCE: Final = (
+    f"'sha256-{base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()}'"
+)
+"""The CSP source expression (``style-src``) of the pages' one inline style sheet."""
 
 
 def negotiate(accept_language: str | None) -> str:
@@ -132,7 +145,7 @@ def negotiate(accept_language: str | None) -> str:
 def _page(language: str, title: str, body: str) -> str:
     text = TEXT[language]
     return (
-        f'<!doctype html><html lang="{language}"><head><meta charset="utf-8">'
+        f'<!doctype html><html lang="{escape(language)}"><head><meta charset="utf-8">'
         f"<title>SANDBOX · {escape(title)}</title><style>{_STYLE}</style></head><body>"
         f'<p class="sandbox" role="status">{escape(text["banner"])}</p>{body}</body></html>'
     )
@@ -173,19 +186,18 @@ def payment_page(
         f"<dl>{details}</dl>",
         (
             f'<p>{escape(text["status"])}: <strong id="payment-status" '
-            f'data-status="{payment.status}">{escape(status)}</strong></p>'
+            f'data-status="{escape(payment.status)}">{escape(status)}</strong></p>'
         ),
     ]
     if notice:
         body.append(f'<p class="notice" id="notice">{escape(notice)}</p>')
     if payment.status == PENDING and open_for_payment:
         buttons = "".join(
-            f'<button type="submit" name="action" value="{action}" id="{action}">'
+            f'<button type="submit" name="action" value="{escape(action)}" id="{escape(action)}">'
             f"{escape(text[action])}</button>"
             for action in ("pay", "fail", "close")
         )
-        action_url = f"/pay/{escape(booking.booking_id)}"
-        body.append(f'<form method="post" action="{action_url}">{buttons}</form>')
+        body.append(f'<form method="post" action="{_pay_url(booking.booking_id)}">{buttons}</form>')
     return _page(language, f"{text['payment']} {booking.booking_id}", "".join(body))
 
 
@@ -210,9 +222,15 @@ def already_final_notice(language: str, status: str) -> str:
 
 
 def not_found_page(language: str, booking_id: str, db_path: str) -> str:
-    """The page for an id the server's database does not hold."""
+    """The page for an id the server's database does not hold.
+
+    The id comes from the request: the page repeats at most :data:`SHOWN_ID_CHARS` characters of
+    it (then ``…``), control and format characters (a bidi override, say) as U+FFFD.
+    """
     text = TEXT[language]
-    message = text["not_found"].format(booking=booking_id, db=db_path)
+    message = text["not_found"].format(
+        booking=_printable(booking_id, SHOWN_ID_CHARS), db=_printable(db_path)
+    )
     return _page(
         language, text["payment"], f"<h1>{escape(text['payment'])}</h1><p>{escape(message)}</p>"
     )
@@ -224,7 +242,7 @@ def mailbox_page(language: str, messages: Iterable[Mapping[str, Any]]) -> str:
     rows = "".join(
         "<tr>"
         f"<td>{escape(str(m['at']))}</td>"
-        f'<td><a href="/pay/{escape(str(m["bookingId"]))}">{escape(str(m["bookingId"]))}</a></td>'
+        f'<td><a href="{_pay_url(str(m["bookingId"]))}">{escape(str(m["bookingId"]))}</a></td>'
         f"<td>{escape(str(m['kind']))}</td>"
         f"<td>{escape(str(m.get('amount', '')))} {escape(str(m.get('currency', '')))}</td>"
         "</tr>"
@@ -238,3 +256,16 @@ def mailbox_page(language: str, messages: Iterable[Mapping[str, Any]]) -> str:
         else f"<p>{escape(text['empty'])}</p>"
     )
     return _page(language, text["mailbox"], f"<h1>{escape(text['mailbox'])}</h1>{table}")
+
+
+def _pay_url(booking_id: str) -> str:
+    """The payment page's path of ``booking_id``, escaped for an HTML attribute."""
+    return escape(f"/pay/{quote(booking_id, safe='')}")
+
+
+def _printable(text: str, limit: int | None = None) -> str:
+    """``text`` cut to ``limit`` characters (then ``…``), Unicode category C* as U+FFFD."""
+    shown = "".join(
+        "\ufffd" if unicodedata.category(char).startswith("C") else char for char in text[:limit]
+    )
+    return f"{shown}…" if limit is not None and len(text) > limit else shown
