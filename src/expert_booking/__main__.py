@@ -182,7 +182,8 @@ def _build_and_serve(args: argparse.Namespace) -> int:
             f"cannot use the database {settings.db_path} (--db / BOOKING_DB_PATH): {exc}"
         )
         return 2
-    warnings = tuple(note for note in (settings.payment_sandbox_warning, busy) if note)
+    notes = (settings.payment_sandbox_warning, settings.auth_unused_warning, busy)
+    warnings = tuple(note for note in notes if note)
     return serve(
         app,
         settings.host,

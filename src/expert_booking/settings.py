@@ -202,6 +202,29 @@ class Settings:
             global_per_minute=total or DEFAULT_QUOTA_GLOBAL_PER_MINUTE,
         )
 
+    @property
+    def auth_unused_warning(self) -> str | None:
+        """A warning when ``AUTH_*`` names an authorization server that ``AUTH_MODE=none`` ignores.
+
+        An operator who set the issuer most likely meant tokens to be required; on loopback the
+        server still starts (``check_serving`` refuses any other address without auth).
+        """
+        named = [
+            name
+            for name, value in (
+                ("AUTH_ISSUER", self.auth_issuer),
+                ("AUTH_JWKS_URL", self.auth_jwks_url),
+                ("AUTH_RESOURCE", self.auth_resource),
+            )
+            if value is not None
+        ]
+        if self.auth_mode is not AuthMode.NONE or not named:
+            return None
+        return (
+            f"{' and '.join(named)} set, but AUTH_MODE=none: no access token is asked for or "
+            "checked; set AUTH_MODE=oauth to require them"
+        )
+
     def check_serving(self) -> None:
         """Refuse a combination ``serve`` must not start with (one line naming the setting).
 

@@ -324,3 +324,18 @@ def test_while_no_signing_key_can_be_fetched_a_token_is_401_and_the_log_says_why
         assert line["detail"] == "KEYS_UNAVAILABLE"
         assert token not in json.dumps(line)
         unreachable.wait_for_stderr(lambda text: "signing keys of" in text, timeout=10)
+
+
+def test_an_issuer_named_while_auth_mode_is_none_is_warned_at_start() -> None:
+    """An operator who set AUTH_ISSUER but not AUTH_MODE=oauth is told tokens are not checked."""
+    env = {**os.environ, "AUTH_MODE": "none", "AUTH_ISSUER": "https://login.example.com/realm"}
+    env.pop("AUTH_RESOURCE", None)
+    env.pop("AUTH_JWKS_URL", None)
+    with ServerProcess(env=env) as server:
+        line = server.wait_for_stderr(lambda text: "AUTH_ISSUER set, but" in text)
+    record = json.loads(line)
+    assert record["level"] == "WARNING"
+    assert record["message"] == (
+        "AUTH_ISSUER set, but AUTH_MODE=none: no access token is asked for or checked; set "
+        "AUTH_MODE=oauth to require them"
+    )
