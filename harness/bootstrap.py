@@ -97,8 +97,11 @@ def pip_install(python: Path, *requirements: str) -> None:
 
 
 def sources_digest() -> str:
-    """SHA-256 over the names and bytes of every file in ``SERVE_SOURCES``."""
-    digest = hashlib.sha256()
+    """SHA-256 over the checkout's place and the names and bytes of every file in ``SERVE_SOURCES``.
+
+    The place too: a moved checkout's venv scripts still name the old interpreter path.
+    """
+    digest = hashlib.sha256(f"{ROOT}\0".encode())
     for name in SERVE_SOURCES:
         top = ROOT / name
         files = sorted(top.rglob("*")) if top.is_dir() else [top]

@@ -7,12 +7,15 @@ A paid hold or a confirmed booking is cancelled only with a fresh human approval
 CANCEL intent (``domain.intents``); the server never moves money, the snapshot states that a
 refund is owed. Idempotent like confirm: the outcome is stored under the key with the change.
 
-A hold cancelled as unpaid is asked about once more after the commit: a person who pressed Pay
-between the first answer and the commit has paid for a cancelled booking. An exact PAID then is
-recorded as a payment after release (PAID, ``refundDue``, the operator's WARNING) and returned;
-the stored outcome of the key stays the cancellation. A provider that, like the sandbox, refuses
-to take a payment once the booking is cancelled leaves no later window; one that takes payments
-for a released booking later is heard only by reconciliation (NOTES, risks).
+A hold cancelled as unpaid is asked about once more after the commit, and again by every retry
+of the key: a person who pressed Pay between the first answer and the commit has paid for a
+cancelled booking. An exact PAID then is recorded as a payment after release (PAID,
+``refundDue``, the operator's WARNING; a PAID of another amount, currency or time gets a WARNING
+only) and the booking as it now stands is the answer. A look that fails leaves the cancellation
+as committed: the payment service's failure is logged and the cancel answered; a store failure
+is the call's (retryable) error, and the retry looks again. A provider that, like the sandbox,
+takes no payment once the booking is cancelled leaves no later window; one that takes payments
+for a released booking later is heard only by reconciliation (NOTES).
 """
 
 from __future__ import annotations
@@ -109,15 +112,14 @@ class Cancellation:
         digest = fingerprint(command)
         owner = context.principal.owner
         outcome = await self._transaction(command, owner, digest, asked=False, answer=None)
-        if not isinstance(outcome, _PaymentNeeded):
-            return unwrap(outcome)
-        # Outside any transaction: a slow payment service never holds the store lock.
-        answer = await self._payments.query_payment(command.booking_id, context.trace)
-        settled = await self._transaction(command, owner, digest, asked=True, answer=answer)
-        if isinstance(settled, _PaymentNeeded):  # only transaction 1 asks for the payment
-            msg = "cancel asked for the payment twice"
-            raise TypeError(msg)
-        booking = unwrap(settled)
+        if isinstance(outcome, _PaymentNeeded):
+            # Outside any transaction: a slow payment service never holds the store lock.
+            answer = await self._payments.query_payment(command.booking_id, context.trace)
+            outcome = await self._transaction(command, owner, digest, asked=True, answer=answer)
+            if isinstance(outcome, _PaymentNeeded):  # only transaction 1 asks for the payment
+                msg = "cancel asked for the payment twice"
+                raise TypeError(msg)
+        booking = unwrap(outcome)
         if booking.status is BookingStatus.CANCELLED and booking.payment.status is (
             PaymentStatus.PENDING
         ):
@@ -125,7 +127,7 @@ class Cancellation:
         return booking
 
     async def _paid_meanwhile(self, booking: Booking, owner: str, context: CallContext) -> Booking:
-        """Ask once more whether the person paid the hold just cancelled; record it if so."""
+        """Ask once more whether the person paid the hold cancelled unpaid; record it if so."""
         try:
             answer = await self._payments.query_payment(booking.booking_id, context.trace)
         except PaymentUnavailableError as exc:
@@ -133,28 +135,33 @@ class Cancellation:
                 "cancelled hold %s: its payment could not be checked again after the cancel "
                 "(%s); a payment made meanwhile is not on record",
                 booking.booking_id,
-                exc.details["reason"],
+                exc.details.get("reason", "unknown"),
             )
             return booking
         if answer.status is not PaymentStatus.PAID:
             return booking
         # No slot changes hands: the search cache stays (no ``after_write``).
-        owed = await self._writes.run_write(self._record_owed(booking, owner, answer))
-        return owed or booking
+        return await self._writes.run_write(self._record_owed(booking, owner, answer))
 
     def _record_owed(
         self, booking: Booking, owner: str, answer: PaymentAnswer
-    ) -> Callable[[Transaction], Booking | None]:
-        def work(tx: Transaction) -> Booking | None:
-            current = tx.get_booking(booking.booking_id, owner=owner)
-            owed = None
-            if current is not None:
-                owed = record_paid_after_release(current, answer, skew=self._policy.approval_skew)
-            if current is None or owed is None:
-                return None
-            warn_paid_after_release(current)
-            tx.update_booking(owed, expected_version=current.version)
-            return owed
+    ) -> Callable[[Transaction], Booking]:
+        """The booking as it stands once a PAID heard for it is on record (if it matches)."""
+
+        def work(tx: Transaction) -> Booking:
+            current = tx.get_booking(booking.booking_id, owner=owner) or booking
+            owed = record_paid_after_release(current, answer, skew=self._policy.approval_skew)
+            if owed is not None:
+                warn_paid_after_release(current)
+                tx.update_booking(owed, expected_version=current.version)
+                return owed
+            if current.payment.status is PaymentStatus.PENDING:
+                logger.warning(
+                    "cancelled hold %s: the payment service answers PAID, but not for this "
+                    "booking's amount, currency or time; not recorded",
+                    current.booking_id,
+                )
+            return current  # already recorded (a confirm in flight, an earlier look) or unmatched
 
         return work
 

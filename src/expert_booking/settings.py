@@ -60,8 +60,8 @@ def load_dotenv_file() -> None:
 
     Raises:
         SettingsError: the file cannot be read as UTF-8 text, or a line of it is no
-            ``NAME=value`` (python-dotenv would skip it with a warning: a setting the operator
-            wrote would silently not apply).
+            ``NAME=value`` (python-dotenv would skip it, or take a bare ``NAME`` as nothing: a
+            setting the operator wrote would silently not apply).
     """
     path = Path.cwd() / DOTENV
     if not path.is_file():
@@ -72,9 +72,9 @@ def load_dotenv_file() -> None:
         msg = f"{path} cannot be read as UTF-8 text ({type(exc).__name__})"
         raise SettingsError(msg) from exc
     for binding in parse_stream(io.StringIO(text)):
-        if binding.error:
+        if binding.error or (binding.key is not None and binding.value is None):
             line = binding.original.line
-            msg = f"{path} line {line} is not NAME=value (quote a value with spaces; # comments)"
+            msg = f"{path} line {line} is not NAME=value (a comment starts with #)"
             raise SettingsError(msg)
     # override=False: ${VAR} in the file reads the environment's VAR first, as it applies
     values = DotEnv(None, stream=io.StringIO(text), override=False).dict()

@@ -480,6 +480,17 @@ def test_a_missing_routing_header_is_named_missing(
     assert error == {"code": -32020, "message": message, "data": {"code": code}}
 
 
+def test_a_notification_without_routing_headers_is_still_acknowledged(port: int) -> None:
+    """The SDK acknowledges a notification without Mcp-Method; the gate leaves it so."""
+    stamp = now_stamp()
+    body = enveloped("notifications/initialized", {}, stamp)
+    del body["id"]
+    headers = {**stamped_headers(stamp, "notifications/initialized"), "Mcp-Method": ""}
+    response = exchange(port, request("/mcp", body, headers=headers))
+    assert response is not None
+    assert response.status == 202, response.body
+
+
 @pytest.mark.parametrize(
     ("call", "rpc_error_code", "detail"),
     [
@@ -514,6 +525,19 @@ def test_a_call_the_sdk_refuses_writes_one_refusal_line(
     assert refusal["rpcMethod"] == "tools/call"
     assert refusal["detail"].startswith(detail)
     assert refusal["peer"].startswith("127.0.0.1:")
+    # A call that succeeds after it writes its action line and no refusal line; by then the
+    # refused call's lines are all written: one refusal line, not more.
+    span = uuid.uuid4()
+    search = {"query": "after a refusal", "limit": 1, "requestSpanId": str(span)}
+    stamp = now_stamp()
+    body = enveloped("tools/call", {"name": "tool_catalog.search", "arguments": search}, stamp)
+    headers = {**stamped_headers(stamp, "tools/call"), "Mcp-Name": "tool_catalog.search"}
+    ok = exchange(port, request("/mcp", body, headers=headers))
+    assert ok is not None
+    assert ok.status == 200
+    server.wait_for_stderr(lambda text: f'"trace_id":"{span.hex}"' in text)
+    new = [text for text in server.stderr_lines if text not in before]
+    assert sum('"SDK_REFUSED"' in text for text in new) == 1, new
 
 
 def test_every_action_line_carries_the_observed_client_clock_skew(

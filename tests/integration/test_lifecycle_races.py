@@ -10,15 +10,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anyio
 import pytest
 
 from expert_booking.cancellation import CancelBooking
-from expert_booking.domain.errors import BookingError, PaymentUnavailableError
+from expert_booking.domain.errors import BookingError, PaymentUnavailableError, StorageBusyError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
 from expert_booking.domain.model import (
     Booking,
@@ -29,15 +29,16 @@ from expert_booking.domain.model import (
     PaymentStatus,
 )
 from expert_booking.edge.error_texts import wire_details
-from expert_booking.ports import BookingStore, TraceContext
+from expert_booking.ports import BookingStore, TraceContext, Transaction
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
-from tests.fakes import CONTEXT, MutableClock, answer, approval
+from tests.fakes import CONTEXT, POLICY, MutableClock, answer, approval
 from tests.store_engines import ENGINES
 
 pytestmark = pytest.mark.anyio
 
 DEADLINE_S = 10
+T = TypeVar("T")
 
 
 class GatedPayments:
@@ -50,6 +51,8 @@ class GatedPayments:
         self.asked: dict[str, asyncio.Event] = {}
         self.then: dict[str, PaymentAnswer | PaymentUnavailableError] = {}
         """What the service answers (or raises) after its next answer: the person acted."""
+        self.on_answer: Callable[[], None] | None = None
+        """Run at each answer once ``then`` is used up: a test's hook into the look after."""
 
     def hold_open(self, booking_id: str) -> None:
         self.gates[booking_id] = asyncio.Event()
@@ -63,9 +66,31 @@ class GatedPayments:
         answered = self.answers[booking_id]
         if booking_id in self.then:
             self.answers[booking_id] = self.then.pop(booking_id)
+        elif self.on_answer is not None:  # the answer after the person acted
+            self.on_answer()
         if isinstance(answered, PaymentUnavailableError):
             raise answered
         return answered
+
+
+class _BusyOnDemand:
+    """``store`` whose next transaction, once asked for, fails as under another writer's lock."""
+
+    def __init__(self, store: BookingStore) -> None:
+        self._store = store
+        self._fail = False
+
+    def fail_next_run(self) -> None:
+        self._fail = True
+
+    async def run(self, work: Callable[[Transaction], T]) -> T:
+        if self._fail:
+            self._fail = False
+            raise StorageBusyError
+        return await self._store.run(work)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 @pytest.fixture(params=sorted(ENGINES))
@@ -315,10 +340,57 @@ async def test_a_hold_paid_between_its_cancels_payment_query_and_commit_owes_a_r
             "refund due"
         )
     ]
-    # The key keeps the cancellation it made; the payment is the booking's own record now.
-    replayed = await service.cancel_booking(cancel, CONTEXT)
-    assert (replayed.status, replayed.version) == (BookingStatus.CANCELLED, 2)
+    # A retry of the key looks again, finds the payment on record and answers the booking as is.
+    assert await service.cancel_booking(cancel, CONTEXT) == cancelled
     assert await _get(service, held) == cancelled
+    assert len(caplog.records) == 1  # recorded once
+
+
+async def test_a_paid_heard_after_the_cancel_that_is_not_this_bookings_is_said_not_recorded(
+    service: BookingService,
+    payments: GatedPayments,
+    clock: MutableClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    payments.then[held.booking_id] = answer(held, "PAID", paid_at=clock.now(), amount="1.00")
+    with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
+        cancelled = await service.cancel_booking(
+            CancelBooking(held.booking_id, 1, _key(), None), CONTEXT
+        )
+    assert (cancelled.version, cancelled.payment.status) == (2, PaymentStatus.PENDING)
+    assert await _get(service, held) == cancelled
+    assert [r.getMessage() for r in caplog.records] == [
+        (
+            f"cancelled hold {held.booking_id}: the payment service answers PAID, but not for "
+            "this booking's amount, currency or time; not recorded"
+        )
+    ]
+
+
+async def test_a_store_failure_after_the_cancels_commit_is_retryable_and_the_retry_records(
+    store: BookingStore, payments: GatedPayments, clock: MutableClock
+) -> None:
+    """The cancel committed; recording the PAID it heard failed: the retry looks again."""
+    busy = _BusyOnDemand(store)
+    service = BookingService(
+        store=cast("BookingStore", busy), payments=payments, clock=clock, policy=POLICY
+    )
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    payments.then[held.booking_id] = answer(held, "PAID", paid_at=clock.now())
+    payments.on_answer = busy.fail_next_run  # the look's answer: the write after it fails
+    cancel = CancelBooking(held.booking_id, 1, _key(), None)
+    assert await _outcome(service.cancel_booking(cancel, CONTEXT)) == "STORAGE_BUSY"
+    assert (await _get(service, held)).version == 2  # the cancellation stands
+    payments.on_answer = None
+    retried = await service.cancel_booking(cancel, CONTEXT)
+    assert (retried.version, retried.payment.status, retried.refund_due) == (
+        3,
+        PaymentStatus.PAID,
+        True,
+    )
 
 
 async def test_a_cancel_whose_second_payment_look_fails_still_cancels_and_says_so(

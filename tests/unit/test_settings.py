@@ -176,7 +176,7 @@ def test_dotenv_fills_what_the_environment_leaves_unset_or_blank(
     assert loaded.slot_cache_ttl_seconds == 7
 
 
-@pytest.mark.parametrize("bad_line", ["FOO BAR", 'NAME="unclosed'])
+@pytest.mark.parametrize("bad_line", ["FOO BAR", 'NAME="unclosed', "HOLD_TTL_SECONDS"])
 def test_a_dotenv_line_that_is_no_assignment_is_refused_not_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_line: str
 ) -> None:

@@ -93,8 +93,9 @@ class McpRequestGate:
        ``client_clock_tolerance`` of the ingress time ``TimestampLayer`` recorded, else 400 /
        -32600 with ``data.code`` ``MISSING_CLIENT_TIMESTAMP``, ``CLIENT_TIMESTAMP_MISMATCH``
        or ``CLIENT_TIMESTAMP_OUT_OF_RANGE``.
-    9. ``Mcp-Method`` (and ``Mcp-Name`` of a named call) absent: 400 / -32020, ``data.code``
-       ``MISSING_MCP_METHOD`` / ``MISSING_MCP_NAME`` (the SDK judges a present one).
+    9. A request's ``Mcp-Method`` (and ``Mcp-Name`` of a named call) absent or empty: 400 /
+       -32020, ``data.code`` ``MISSING_MCP_METHOD`` / ``MISSING_MCP_NAME`` (the SDK judges a
+       present one, and notifications).
 
     Header values are compared after trimming optional whitespace; when a request carries such
     whitespace (or an upper-case Host/Origin) the scope's headers are rewritten trimmed so the
@@ -353,19 +354,21 @@ def _check_message(headers: dict[bytes, str | None], body: bytes) -> tuple[Any, 
 def _check_routing_headers(
     headers: dict[bytes, str | None], decoded: Any, request_id: Any
 ) -> Refusal | None:
-    """A missing ``Mcp-Method`` (or ``Mcp-Name`` of a named call) is said to be missing.
+    """A request's missing ``Mcp-Method`` (or ``Mcp-Name`` of a named call) is said to be missing.
 
     The SDK refuses it too, as a header that "does not match" the body, without ``data.code``;
-    what a present header must equal stays the SDK's judgement (``mcp.shared.inbound``).
+    what a present, non-empty header must equal stays the SDK's judgement
+    (``mcp.shared.inbound``). A notification (no ``id``) is the SDK's alone: it acknowledges one
+    without these headers.
     """
-    method = decoded.get("method") if isinstance(decoded, dict) else None
-    if not isinstance(method, str):
+    method = _rpc_method(decoded)
+    if method is None or "id" not in decoded:
         return None
     if headers.get(_METHOD, "") == "":  # absent or empty (None: repeated, the SDK's case)
         return _missing_header("Mcp-Method", f"{method} (the body's method)", request_id)
     name_key = NAME_BEARING_METHODS.get(method)
     params = decoded.get("params")
-    named = name_key and isinstance(params, dict) and params.get(name_key) is not None
+    named = name_key and isinstance(params, dict) and isinstance(params.get(name_key), str)
     if named and headers.get(_NAME, "") == "":
         return _missing_header("Mcp-Name", f"the body's params.{name_key}", request_id)
     return None

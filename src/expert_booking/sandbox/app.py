@@ -82,7 +82,7 @@ GUARD_HEADERS: Final = (
     (b"referrer-policy", b"same-origin"),  # no-referrer would make the form's Origin "null"
 )
 """Added to every answer by :class:`_LoopbackGate`."""
-_HOST: Final = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(?::[0-9]+)?")
+_HOST: Final = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(?::[0-9]+)?")
 """A ``Host`` value: a name or a bracketed IPv6 literal (group 1), then an optional port."""
 
 logger = logging.getLogger("expert_booking.sandbox")
