@@ -173,9 +173,10 @@ def sdk_refusals_logged(send: Send, log: RefusalLog, scope: Scope, rpc_method: s
 def _jsonrpc_error(body: bytes) -> tuple[int | None, str | None]:
     """The code and message of a JSON-RPC error body; ``None`` for what it does not hold."""
     try:
-        error = json.loads(body).get("error")
-    except (ValueError, AttributeError):
+        document = json.loads(body)
+    except ValueError:
         return None, None
+    error = document.get("error") if isinstance(document, dict) else None
     if not isinstance(error, dict):
         return None, None
     code, message = error.get("code"), error.get("message")
