@@ -3,8 +3,9 @@
 It keeps the seed's experts and slots and answers every port operation as the store contract
 (``tests/store_contract``) requires of any engine: all-or-nothing transactions run one at a
 time off the event loop, at most one active (HELD or CONFIRMED) booking per slot, compare-and-
-set updates by version, idempotency records written once per owner, bookings and records
-found only with their owner's key, and peeks that see the last commit only. It is a test
+set updates by version, idempotency records written once per owner (then only replaced),
+bookings and records found only with their owner's key, and peeks that see the last commit
+only. It is a test
 double, never shipped: an engine for production implements the port on a real database
 (SQLite today, PostgreSQL next) and passes the same suite.
 """
@@ -221,6 +222,13 @@ class MemoryTransaction:
         self._check_open()
         stored_as = (record.booking.owner, record.scope, record.key)
         if stored_as in self.state.records:
+            raise InternalError
+        self.state.records[stored_as] = record
+
+    def replace_idempotency(self, record: IdempotencyRecord) -> None:
+        self._check_open()
+        stored_as = (record.booking.owner, record.scope, record.key)
+        if stored_as not in self.state.records:
             raise InternalError
         self.state.records[stored_as] = record
 

@@ -7,15 +7,16 @@ A paid hold or a confirmed booking is cancelled only with a fresh human approval
 CANCEL intent (``domain.intents``); the server never moves money, the snapshot states that a
 refund is owed. Idempotent like confirm: the outcome is stored under the key with the change.
 
-A hold cancelled as unpaid is asked about once more after the commit, and again by every retry
-of the key: a person who pressed Pay between the first answer and the commit has paid for a
-cancelled booking. An exact PAID then is recorded as a payment after release (PAID,
-``refundDue``, the operator's WARNING; a PAID of another amount, currency or time gets a WARNING
-only) and the booking as it now stands is the answer. A look that fails leaves the cancellation
-as committed: the payment service's failure is logged and the cancel answered; a store failure
-is the call's (retryable) error, and the retry looks again. A provider that, like the sandbox,
-takes no payment once the booking is cancelled leaves no later window; one that takes payments
-for a released booking later is heard only by reconciliation (NOTES).
+A hold cancelled as unpaid is asked about once more right after the commit: a person who pressed
+Pay between the first answer and the commit has paid for a cancelled booking. An exact PAID is
+then recorded as a payment after release (PAID, ``refundDue``, the operator's WARNING), and the
+booking as it then stands is the answer, stored under the key in place of the cancellation
+(``replace_idempotency``), so a retry answers the same. Anything else heard (a PAID not exactly
+this booking's gets a WARNING), a payment service that fails the look, or a store that fails to
+record it (WARNING) leaves the cancellation as committed and answered; a retry of the key replays
+it without asking again. A provider that, like the sandbox, takes no payment once the booking is
+cancelled leaves no later window; one that takes payments for a released booking later is heard
+only by reconciliation (NOTES).
 """
 
 from __future__ import annotations
@@ -112,22 +113,25 @@ class Cancellation:
         digest = fingerprint(command)
         owner = context.principal.owner
         outcome = await self._transaction(command, owner, digest, asked=False, answer=None)
-        if isinstance(outcome, _PaymentNeeded):
-            # Outside any transaction: a slow payment service never holds the store lock.
-            answer = await self._payments.query_payment(command.booking_id, context.trace)
-            outcome = await self._transaction(command, owner, digest, asked=True, answer=answer)
-            if isinstance(outcome, _PaymentNeeded):  # only transaction 1 asks for the payment
-                msg = "cancel asked for the payment twice"
-                raise TypeError(msg)
-        booking = unwrap(outcome)
+        if not isinstance(outcome, _PaymentNeeded):
+            return unwrap(outcome)
+        # Outside any transaction: a slow payment service never holds the store lock.
+        answer = await self._payments.query_payment(command.booking_id, context.trace)
+        settled = await self._transaction(command, owner, digest, asked=True, answer=answer)
+        if isinstance(settled, _PaymentNeeded):  # only transaction 1 asks for the payment
+            msg = "cancel asked for the payment twice"
+            raise TypeError(msg)
+        booking = unwrap(settled)
         if booking.status is BookingStatus.CANCELLED and booking.payment.status is (
             PaymentStatus.PENDING
         ):
-            return await self._paid_meanwhile(booking, owner, context)
+            return await self._paid_meanwhile(booking, command, digest, context)
         return booking
 
-    async def _paid_meanwhile(self, booking: Booking, owner: str, context: CallContext) -> Booking:
-        """Ask once more whether the person paid the hold cancelled unpaid; record it if so."""
+    async def _paid_meanwhile(
+        self, booking: Booking, command: CancelBooking, digest: str, context: CallContext
+    ) -> Booking:
+        """Ask once more whether the person paid the hold just cancelled; record it if so."""
         try:
             answer = await self._payments.query_payment(booking.booking_id, context.trace)
         except PaymentUnavailableError as exc:
@@ -140,28 +144,40 @@ class Cancellation:
             return booking
         if answer.status is not PaymentStatus.PAID:
             return booking
-        # No slot changes hands: the search cache stays (no ``after_write``).
-        return await self._writes.run_write(self._record_owed(booking, owner, answer))
+        try:  # no slot changes hands: the search cache stays (no ``after_write``)
+            return await self._writes.run_write(self._record_owed(booking, command, digest, answer))
+        except BookingError as exc:  # the store's: the cancellation stands as committed
+            logger.warning(
+                "cancelled hold %s: the payment service says PAID after the cancel, but it could "
+                "not be recorded (%s); refund due",
+                booking.booking_id,
+                exc.code.value,
+            )
+            return booking
 
     def _record_owed(
-        self, booking: Booking, owner: str, answer: PaymentAnswer
+        self, booking: Booking, command: CancelBooking, digest: str, answer: PaymentAnswer
     ) -> Callable[[Transaction], Booking]:
-        """The booking as it stands once a PAID heard for it is on record (if it matches)."""
+        """The booking as it stands once a PAID heard for it is on record, also under the key."""
 
         def work(tx: Transaction) -> Booking:
-            current = tx.get_booking(booking.booking_id, owner=owner) or booking
-            owed = record_paid_after_release(current, answer, skew=self._policy.approval_skew)
-            if owed is not None:
+            current = tx.get_booking(booking.booking_id, owner=booking.owner)
+            if current is None:
+                return booking
+            now = record_paid_after_release(current, answer, skew=self._policy.approval_skew)
+            if now is not None:
                 warn_paid_after_release(current)
-                tx.update_booking(owed, expected_version=current.version)
-                return owed
-            if current.payment.status is PaymentStatus.PENDING:
+                tx.update_booking(now, expected_version=current.version)
+            elif current.payment.status is PaymentStatus.PENDING:
                 logger.warning(
-                    "cancelled hold %s: the payment service answers PAID, but not for this "
-                    "booking's amount, currency or time; not recorded",
+                    "cancelled hold %s: the payment service answers PAID, but not exactly this "
+                    "booking's payment; not recorded",
                     current.booking_id,
                 )
-            return current  # already recorded (a confirm in flight, an earlier look) or unmatched
+            now = now or current  # or another call recorded it first (a confirm in flight)
+            if now != booking:
+                tx.replace_idempotency(_record(command, digest, now, None))
+            return now
 
         return work
 

@@ -262,6 +262,14 @@ class Transaction(Protocol):
         """Store a record under ``(record.booking.owner, scope, key)`` (written once)."""
         ...
 
+    def replace_idempotency(self, record: IdempotencyRecord) -> None:
+        """Replace the outcome stored under that key: the call's answer grew after its commit.
+
+        Raises:
+            InternalError: no record is stored under ``(record.booking.owner, scope, key)``.
+        """
+        ...
+
 
 class BookingStore(Protocol):
     """A transactional store; a second engine (PostgreSQL) implements the same port.

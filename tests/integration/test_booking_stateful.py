@@ -459,8 +459,7 @@ class BookingMachine(RuleBasedStateMachine):
         outcome = self.call("booking.cancel_booking", command)
         event(f"cancel -> {outcome if isinstance(outcome, str) else outcome.status.value}")
         queried = len(self.payments.calls) > calls_before
-        if previous is not None and previous.recorded is not None:
-            self._cancel_replayed(previous.recorded, target, outcome, answer_kind, queried=queried)
+        if self._replayed(previous, outcome, queried):
             return
         self.action_keys[command.idempotency_key] = ActionKey(command, None)
         if status not in {BookingStatus.HELD, BookingStatus.CONFIRMED}:
@@ -619,31 +618,6 @@ class BookingMachine(RuleBasedStateMachine):
         if not reuse or not keys:
             return None
         return self.action_keys[data.draw(st.sampled_from(keys), label="reused action key")]
-
-    @staticmethod
-    def _cancel_replayed(
-        recorded: Booking,
-        target: ModelBooking,
-        outcome: Booking | str,
-        answer_kind: str,
-        *,
-        queried: bool,
-    ) -> None:
-        """A committed cancel's key: its outcome again, and a hold cancelled unpaid looked at.
-
-        The look records an exact PAID once (version + 1, ``refundDue``) and answers the booking
-        as it stands; any other answer, or a failed look, leaves the recorded outcome.
-        """
-        looked = recorded.payment.status is PaymentStatus.PENDING
-        assert queried is looked
-        if not looked or answer_kind != "PAID":
-            assert outcome == recorded
-            return
-        if not target.paid:
-            target.version, target.paid = target.version + 1, True
-        assert isinstance(outcome, Booking), outcome
-        assert (outcome.status, outcome.version) == (BookingStatus.CANCELLED, target.version)
-        assert (outcome.payment.status, outcome.refund_due) == (PaymentStatus.PAID, True)
 
     @staticmethod
     def _replayed(previous: ActionKey | None, outcome: Booking | str, queried: bool) -> bool:

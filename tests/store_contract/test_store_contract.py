@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from expert_booking.domain.errors import BookingError
+from expert_booking.domain.errors import BookingError, InternalError
 from expert_booking.domain.model import (
     Booking,
     BookingStatus,
@@ -443,6 +443,24 @@ async def test_an_idempotency_record_restores_an_identical_booking(store: Bookin
 
     assert await store.run(write) is None
     assert await store.run(read) == [record, refused, None]
+
+
+async def test_a_stored_outcome_is_replaced_only_where_one_is_stored(store: BookingStore) -> None:
+    first = IdempotencyRecord("booking.cancel_booking", "key-1", "fp", make_booking(), None)
+    grown = replace(first, booking=make_confirmed_booking())
+    elsewhere = replace(grown, key="key-2")
+    await store.run(lambda tx: tx.put_idempotency(first))
+    await store.run(lambda tx: tx.replace_idempotency(grown))
+    with pytest.raises(InternalError):
+        await store.run(lambda tx: tx.replace_idempotency(elsewhere))
+
+    def read(tx: Transaction) -> list[IdempotencyRecord | None]:
+        return [
+            tx.get_idempotency("booking.cancel_booking", key, owner=LOCAL_OWNER)
+            for key in ("key-1", "key-2")
+        ]
+
+    assert await store.run(read) == [grown, None]
 
 
 async def test_an_idempotency_key_is_written_once(store: BookingStore) -> None:

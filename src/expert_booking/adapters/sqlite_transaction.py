@@ -180,6 +180,24 @@ class SqliteTransaction:
             ),
         )
 
+    def replace_idempotency(self, record: IdempotencyRecord) -> None:
+        """Replace the outcome stored under the record's key (one row, or ``InternalError``)."""
+        changed = self._write(
+            "UPDATE idempotency SET fingerprint = ?, booking_json = ?, error_code = ? "
+            "WHERE owner = ? AND scope = ? AND key = ?",
+            (
+                record.fingerprint,
+                booking_to_json(record.booking),
+                record.error_code,
+                record.booking.owner,
+                record.scope,
+                record.key,
+            ),
+        )
+        if changed != 1:
+            logger.error("no idempotency record to replace under %s", record.scope)
+            raise InternalError
+
     def _check_open(self) -> None:
         if self.finished:
             msg = "the transaction has already ended"

@@ -359,10 +359,10 @@ def _check_routing_headers(
     The SDK refuses it too, as a header that "does not match" the body, without ``data.code``;
     what a present, non-empty header must equal stays the SDK's judgement
     (``mcp.shared.inbound``). A notification (no ``id``) is the SDK's alone: it acknowledges one
-    without these headers.
+    without these headers; so is a body that is no well-formed request (the SDK's -32600 first).
     """
     method = _rpc_method(decoded)
-    if method is None or "id" not in decoded:
+    if method is None or decoded.get("jsonrpc") != "2.0" or _request_id(decoded) is None:
         return None
     if headers.get(_METHOD, "") == "":  # absent or empty (None: repeated, the SDK's case)
         return _missing_header("Mcp-Method", f"{method} (the body's method)", request_id)
