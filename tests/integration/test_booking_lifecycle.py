@@ -176,6 +176,7 @@ async def test_a_hold_whose_payment_ended_unpaid_is_cancelled_with_that_payment_
     cancelled = await service.cancel_booking(_cancel(held), CONTEXT)
     assert cancelled.status is BookingStatus.CANCELLED
     assert (cancelled.payment.status, cancelled.refund_due) == (PaymentStatus(status), False)
+    assert payments.queried_ids == [held.booking_id]  # a final answer: no second look
 
 
 async def test_a_hold_the_person_has_paid_needs_a_cancel_approval_and_keeps_the_payment(
