@@ -134,12 +134,11 @@ class Cancellation:
         """Ask once more whether the person paid the hold just cancelled; record it if so."""
         try:
             answer = await self._payments.query_payment(booking.booking_id, context.trace)
-        except PaymentUnavailableError as exc:
+        except PaymentUnavailableError:  # why: the payment query's own line
             logger.warning(
-                "cancelled hold %s: its payment could not be checked again after the cancel "
-                "(%s); a payment made meanwhile is not on record",
+                "cancelled hold %s: its payment could not be checked again after the cancel; "
+                "a payment made meanwhile is not on record",
                 booking.booking_id,
-                exc.details.get("reason", "unknown"),
             )
             return booking
         if answer.status is not PaymentStatus.PAID:

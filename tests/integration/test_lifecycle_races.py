@@ -403,6 +403,31 @@ async def test_a_paid_the_store_fails_to_record_after_the_cancel_leaves_it_cance
     assert await service.cancel_booking(cancel, CONTEXT) == cancelled  # replayed as answered
 
 
+async def test_a_cancel_whose_second_payment_look_fails_still_cancels_and_says_so(
+    service: BookingService,
+    payments: GatedPayments,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    held = await _hold(service)
+    payments.answers[held.booking_id] = answer(held, "PENDING")
+    payments.then[held.booking_id] = PaymentUnavailableError(reason="TIMEOUT")
+    cancel = CancelBooking(held.booking_id, 1, _key(), None)
+    with caplog.at_level(logging.WARNING, logger="expert_booking.services"):
+        cancelled = await service.cancel_booking(cancel, CONTEXT)
+    assert (cancelled.status, cancelled.version) == (BookingStatus.CANCELLED, 2)
+    assert (cancelled.payment.status, cancelled.refund_due) == (PaymentStatus.PENDING, False)
+    assert await _get(service, held) == cancelled
+    assert [r.getMessage() for r in caplog.records] == [
+        (
+            f"cancelled hold {held.booking_id}: its payment could not be checked again after the "
+            "cancel; a payment made meanwhile is not on record"
+        )
+    ]
+    assert payments.queries == 2
+    assert await service.cancel_booking(cancel, CONTEXT) == cancelled  # replayed, not re-asked
+    assert payments.queries == 2
+
+
 async def test_a_cancel_that_hears_paid_after_another_cancel_won_records_the_refund(
     service: BookingService, payments: GatedPayments, clock: MutableClock
 ) -> None:
