@@ -30,8 +30,10 @@ from expert_booking.call_context import CallContext
 from expert_booking.domain.errors import (
     BookingError,
     BookingNotFoundError,
+    InternalError,
     InvalidStateError,
     PaymentUnavailableError,
+    StorageBusyError,
 )
 from expert_booking.domain.intents import cancel_intent
 from expert_booking.domain.lifecycle import CANCELLABLE, cancelled, changeable, is_paid
@@ -145,7 +147,7 @@ class Cancellation:
             return booking
         try:  # no slot changes hands: the search cache stays (no ``after_write``)
             return await self._writes.run_write(self._record_owed(booking, command, digest, answer))
-        except BookingError as exc:  # the store's: the cancellation stands as committed
+        except (StorageBusyError, InternalError) as exc:  # the cancellation stands as committed
             logger.warning(
                 "cancelled hold %s: the payment service says PAID after the cancel, but it could "
                 "not be recorded (%s); refund due",

@@ -159,7 +159,7 @@ class McpRequestGate:
                 refusal = outcome
             else:
                 scope[SCOPE_CLIENT_SENT_AT] = outcome
-                refusal = _check_routing_headers(headers, decoded, _request_id(decoded))
+                refusal = _check_routing_headers(headers, decoded)
         if refusal is not None:
             await self._refuse(scope, send, refusal, decoded)
             return
@@ -351,9 +351,7 @@ def _check_message(headers: dict[bytes, str | None], body: bytes) -> tuple[Any, 
     return decoded, None
 
 
-def _check_routing_headers(
-    headers: dict[bytes, str | None], decoded: Any, request_id: Any
-) -> Refusal | None:
+def _check_routing_headers(headers: dict[bytes, str | None], decoded: Any) -> Refusal | None:
     """A request's missing ``Mcp-Method`` (or ``Mcp-Name`` of a named call) is said to be missing.
 
     The SDK refuses it too, as a header that "does not match" the body, without ``data.code``;
@@ -361,8 +359,8 @@ def _check_routing_headers(
     (``mcp.shared.inbound``). A notification (no ``id``) is the SDK's alone: it acknowledges one
     without these headers; so is a body that is no well-formed request (the SDK's -32600 first).
     """
-    method = _rpc_method(decoded)
-    if method is None or decoded.get("jsonrpc") != "2.0" or _request_id(decoded) is None:
+    method, request_id = _rpc_method(decoded), _request_id(decoded)
+    if method is None or request_id is None or decoded.get("jsonrpc") != "2.0":
         return None
     if headers.get(_METHOD, "") == "":  # absent or empty (None: repeated, the SDK's case)
         return _missing_header("Mcp-Method", f"{method} (the body's method)", request_id)
