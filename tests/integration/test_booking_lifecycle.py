@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError, PaymentUnavailableError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
 from expert_booking.domain.model import (
@@ -34,7 +35,6 @@ from expert_booking.ports import BookingStore, TraceContext
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     ListBookings,

@@ -24,6 +24,7 @@ import pytest
 
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError, PaymentUnavailableError
 from expert_booking.domain.model import (
     Booking,
@@ -35,7 +36,6 @@ from expert_booking.domain.model import (
 from expert_booking.ports import BookingStore, SlotQuery
 from expert_booking.services import (
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     ListBookings,

@@ -35,6 +35,7 @@ from hypothesis.stateful import (
 from expert_booking.adapters.seed import SEED_SLOTS
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError, PaymentUnavailableError
 from expert_booking.domain.intents import ActionIntent
 from expert_booking.domain.model import (
@@ -52,7 +53,6 @@ from expert_booking.ports import LOCAL_OWNER
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     ListBookings,

@@ -20,6 +20,7 @@ import anyio
 import pytest
 
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.conflicts import FieldChange
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
@@ -27,7 +28,7 @@ from expert_booking.domain.model import Booking, BookingStatus, Customer, HumanA
 from expert_booking.edge.error_texts import wire_details
 from expert_booking.ports import BookingStore, SlotNeighbours
 from expert_booking.rescheduling import RescheduleBooking
-from expert_booking.services import BookingService, ConfirmBooking, HoldSlot
+from expert_booking.services import BookingService, HoldSlot
 from tests.fakes import (
     CONTEXT,
     T0,

@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError, PaymentUnavailableError, StorageBusyError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
 from expert_booking.domain.model import (
@@ -31,7 +32,7 @@ from expert_booking.domain.model import (
 from expert_booking.edge.error_texts import wire_details
 from expert_booking.ports import BookingStore, TraceContext, Transaction
 from expert_booking.rescheduling import RescheduleBooking
-from expert_booking.services import BookingService, ConfirmBooking, GetBooking, HoldSlot
+from expert_booking.services import BookingService, GetBooking, HoldSlot
 from tests.fakes import CONTEXT, POLICY, MutableClock, answer, approval
 from tests.store_engines import ENGINES
 

@@ -16,12 +16,12 @@ import pytest
 
 from expert_booking.call_context import CallContext, Principal
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import InvalidCursorError
 from expert_booking.domain.model import Booking, BookingStatus, Customer
 from expert_booking.services import (
     BookingPage,
     BookingService,
-    ConfirmBooking,
     HoldSlot,
     ListBookings,
 )

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from expert_booking.bootstrap import build_asgi_app
 from expert_booking.call_context import CallContext
 from expert_booking.client import open_client
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.model import Booking, Customer, format_instant
 from expert_booking.edge.error_texts import ERROR_TEXTS
 from expert_booking.edge.json_logging import ROOT_LOGGER, configure_logging
@@ -39,7 +40,6 @@ from expert_booking.edge.tool_registry import LOGICAL_NAMES
 from expert_booking.ports import TraceContext
 from expert_booking.services import (
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     SearchSlots,

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
 from expert_booking.edge.error_texts import wire_details
@@ -25,7 +26,6 @@ from expert_booking.policy import BookingPolicy
 from expert_booking.ports import SlotQuery
 from expert_booking.services import (
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     SearchSlots,

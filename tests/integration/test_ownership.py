@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from expert_booking.call_context import LOCAL, Principal
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import BookingStatus, Customer
 from expert_booking.edge.envelope import failure
@@ -25,7 +26,6 @@ from expert_booking.ports import BookingStore
 from expert_booking.services import (
     BookingPage,
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     ListBookings,

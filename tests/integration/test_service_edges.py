@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import BookingError
 from expert_booking.domain.model import (
     Booking,
@@ -29,7 +30,6 @@ from expert_booking.edge.wire import render_intent, render_slot
 from expert_booking.ports import TraceContext
 from expert_booking.services import (
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     SearchSlots,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.mcp_server import INSTRUCTIONS
 from expert_booking.edge.schemas import SchemaRegistry
@@ -24,7 +25,6 @@ from expert_booking.edge.tool_registry import (
 )
 from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     ListBookings,

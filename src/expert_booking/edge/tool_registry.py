@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from expert_booking.call_context import CallContext
 from expert_booking.cancellation import CancelBooking
+from expert_booking.confirmation import ConfirmBooking
 from expert_booking.domain.errors import InvalidArgumentsError
 from expert_booking.domain.intents import ActionIntent
 from expert_booking.domain.model import (
@@ -42,7 +43,6 @@ from expert_booking.rescheduling import RescheduleBooking
 from expert_booking.services import (
     BookingPage,
     BookingService,
-    ConfirmBooking,
     GetBooking,
     HoldSlot,
     ListBookings,
