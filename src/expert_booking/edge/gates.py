@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any
 
-from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, NAME_BEARING_METHODS
-from mcp_types import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
 from expert_booking.edge.bearer_gate import BearerAuth
 from expert_booking.edge.client_time import check_client_sent_at
+from expert_booking.edge.message_checks import (
+    METHOD_HEADER,
+    NAME_HEADER,
+    SEND_VERSION,
+    SUPPORTED_VERSIONS,
+    VERSION_HEADER,
+    check_message,
+    check_routing_headers,
+    request_id_of,
+    rpc_method,
+)
 from expert_booking.edge.refusals import (
     Refusal,
     RefusalLog,
@@ -27,30 +36,19 @@ from expert_booking.edge.wire_time import (
     SUPPORTED_PROTOCOL_VERSION,
 )
 
-MAX_JSON_DEPTH: Final = 64
-"""Deepest nesting of objects and arrays a request body may have (the top level is 1)."""
-
 _HOST = b"host"
 _ORIGIN = b"origin"
-_VERSION = b"mcp-protocol-version"
 _CLIENT_SENT = CLIENT_SENT_HEADER.encode()
 _CONTENT_LENGTH = b"content-length"
 _CONTENT_TYPE = b"content-type"
 _ACCEPT = b"accept"
 _AUTHORIZATION = b"authorization"
-_METHOD = MCP_METHOD_HEADER.encode()
-_NAME = MCP_NAME_HEADER.encode()
 _READ_HEADERS = frozenset(
-    {_HOST, _ORIGIN, _VERSION, _CLIENT_SENT, _CONTENT_LENGTH, _CONTENT_TYPE, _ACCEPT}
-    | {_AUTHORIZATION, _METHOD, _NAME}
+    {_HOST, _ORIGIN, VERSION_HEADER, _CLIENT_SENT, _CONTENT_LENGTH, _CONTENT_TYPE, _ACCEPT}
+    | {_AUTHORIZATION, METHOD_HEADER, NAME_HEADER}
 )
 _LOWERCASED = frozenset({_HOST, _ORIGIN})
 _OWS = b" \t"
-_SUPPORTED = [SUPPORTED_PROTOCOL_VERSION]
-_SEND_VERSION = (
-    f"Send MCP-Protocol-Version: {SUPPORTED_PROTOCOL_VERSION}; "
-    f"this server supports only {SUPPORTED_PROTOCOL_VERSION}"
-)
 _JSON = "application/json"
 _ACCEPTS_JSON = frozenset({_JSON, "application/*", "*/*"})
 
@@ -142,16 +140,16 @@ class McpRequestGate:
         if isinstance(body, Refusal):
             await self._refuse(scope, send, body, None)
             return
-        decoded, refusal = _check_message(headers, body)
+        decoded, refusal = check_message(headers, body)
         if refusal is None and self._auth is not None:
             refusal = await self._auth.admit(
-                scope, headers.get(_AUTHORIZATION, ""), decoded, _request_id(decoded)
+                scope, headers.get(_AUTHORIZATION, ""), decoded, request_id_of(decoded)
             )
         if refusal is None and isinstance(decoded, dict):
             outcome = check_client_sent_at(
                 headers.get(_CLIENT_SENT, ""),
                 decoded,
-                _request_id(decoded),
+                request_id_of(decoded),
                 received_at=scope.get(SCOPE_RECEIVED_AT),
                 tolerance=self._limits.client_clock_tolerance,
             )
@@ -159,14 +157,14 @@ class McpRequestGate:
                 refusal = outcome
             else:
                 scope[SCOPE_CLIENT_SENT_AT] = outcome
-                refusal = _check_routing_headers(headers, decoded)
+                refusal = check_routing_headers(headers, decoded)
         if refusal is not None:
             await self._refuse(scope, send, refusal, decoded)
             return
         await self._app(
             scope,
             _replay(body, receive),
-            sdk_refusals_logged(send, self._log, scope, _rpc_method(decoded)),
+            sdk_refusals_logged(send, self._log, scope, rpc_method(decoded)),
         )
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, decoded: Any) -> None:
@@ -175,7 +173,7 @@ class McpRequestGate:
             reason=refusal.reason,
             http_method=scope.get("method"),
             peer=scope.get("client"),
-            rpc_method=_rpc_method(decoded),
+            rpc_method=rpc_method(decoded),
             refused_value=refusal.refused_value,
             detail=refusal.detail,
             caller=refusal.caller,
@@ -250,9 +248,9 @@ def _check_method(method: str) -> Refusal | None:
         405,
         INVALID_REQUEST,
         f"Only POST is supported on /mcp: MCP {SUPPORTED_PROTOCOL_VERSION} has no GET stream "
-        f"and no session to DELETE. {_SEND_VERSION}",
+        f"and no session to DELETE. {SEND_VERSION}",
         "METHOD_NOT_ALLOWED",
-        {"supported": _SUPPORTED},
+        {"supported": SUPPORTED_VERSIONS},
         allow_post=True,
     )
 
@@ -317,146 +315,6 @@ async def _read_body(receive: Receive, limit: int) -> bytes | Refusal | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-def _check_message(headers: dict[bytes, str | None], body: bytes) -> tuple[Any, Refusal | None]:
-    """Version and JSON checks: the parsed body (or ``_UNPARSEABLE``) and any refusal."""
-    try:
-        decoded: Any = json.loads(body)
-    except RecursionError:
-        decoded = _TOO_DEEP
-    except ValueError:
-        decoded = _UNPARSEABLE
-    request_id = _request_id(decoded)
-    refusal = _check_version(headers, request_id)
-    if refusal is not None:
-        return decoded, refusal
-    if decoded is _UNPARSEABLE:
-        return decoded, Refusal(
-            400,
-            PARSE_ERROR,
-            "Parse error: the body is not valid JSON; send one JSON-RPC request object",
-            "PARSE_ERROR",
-        )
-    if decoded is _TOO_DEEP or _deeper_than(body, decoded, MAX_JSON_DEPTH):
-        return decoded, Refusal(
-            400,
-            INVALID_REQUEST,
-            f"Invalid Request: the JSON body is nested deeper than {MAX_JSON_DEPTH} levels of "
-            "objects and arrays; send a flatter request",
-            "JSON_TOO_DEEP",
-            {"code": "JSON_TOO_DEEP", "maxDepth": MAX_JSON_DEPTH},
-            request_id,
-        )
-    return decoded, None
-
-
-def _check_routing_headers(headers: dict[bytes, str | None], decoded: Any) -> Refusal | None:
-    """A request's missing ``Mcp-Method`` (or ``Mcp-Name`` of a named call) is said to be missing.
-
-    The SDK refuses it too, as a header that "does not match" the body, without ``data.code``;
-    what a present, non-empty header must equal stays the SDK's judgement
-    (``mcp.shared.inbound``). A notification (no ``id``) is the SDK's alone: it acknowledges one
-    without these headers; so is a body that is no well-formed request (the SDK's -32600 first).
-    """
-    method, request_id = _rpc_method(decoded), _request_id(decoded)
-    if method is None or request_id is None or decoded.get("jsonrpc") != "2.0":
-        return None
-    if headers.get(_METHOD, "") == "":  # absent or empty (None: repeated, the SDK's case)
-        return _missing_header("Mcp-Method", f"{method} (the body's method)", request_id)
-    name_key = NAME_BEARING_METHODS.get(method)
-    params = decoded.get("params")
-    named = name_key and isinstance(params, dict) and isinstance(params.get(name_key), str)
-    if named and headers.get(_NAME, "") == "":
-        return _missing_header("Mcp-Name", f"the body's params.{name_key}", request_id)
-    return None
-
-
-def _missing_header(header: str, value: str, request_id: Any) -> Refusal:
-    code = f"MISSING_{header.upper().replace('-', '_')}"
-    return Refusal(
-        400,
-        HEADER_MISMATCH,
-        f"Missing {header} header: send {header}: {value}",
-        code,
-        {"code": code},
-        request_id,
-    )
-
-
-_UNPARSEABLE: Final = object()
-_TOO_DEEP: Final = object()
-
-
-def _deeper_than(body: bytes, decoded: Any, limit: int) -> bool:
-    """Whether objects and arrays nest more than ``limit`` deep (the top level is 1).
-
-    A body with at most ``limit`` opening brackets cannot nest deeper (strings may hold
-    brackets too, which only overcounts), so almost every request skips the walk.
-    """
-    if body.count(b"{") + body.count(b"[") <= limit:
-        return False
-    pending: list[tuple[Any, int]] = [(decoded, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in children)
-    return False
-
-
-def _rpc_method(decoded: Any) -> str | None:
-    method = decoded.get("method") if isinstance(decoded, dict) else None
-    return method if isinstance(method, str) else None
-
-
-def _request_id(decoded: Any) -> Any:
-    if isinstance(decoded, dict):
-        request_id = decoded.get("id")
-        if isinstance(request_id, str) or (
-            isinstance(request_id, int) and not isinstance(request_id, bool)
-        ):
-            return request_id
-    return None
-
-
-def _check_version(headers: dict[bytes, str | None], request_id: Any) -> Refusal | None:
-    requested = headers.get(_VERSION, "")
-    if requested == SUPPORTED_PROTOCOL_VERSION:
-        return None
-    if requested is None:
-        return Refusal(
-            400,
-            HEADER_MISMATCH,
-            f"MCP-Protocol-Version header appears more than once. {_SEND_VERSION}",
-            "PROTOCOL_VERSION_REPEATED",
-            {"supported": _SUPPORTED},
-            request_id,
-        )
-    if not requested:
-        return Refusal(
-            400,
-            HEADER_MISMATCH,
-            f"Missing MCP-Protocol-Version header. {_SEND_VERSION}",
-            "MISSING_PROTOCOL_VERSION",
-            {"supported": _SUPPORTED},
-            request_id,
-        )
-    return Refusal(
-        400,
-        UNSUPPORTED_PROTOCOL_VERSION,
-        f"Unsupported protocol version. {_SEND_VERSION}",
-        "UNSUPPORTED_PROTOCOL_VERSION",
-        {"supported": _SUPPORTED, "requested": requested},
-        request_id,
-        refused_value=requested,
-    )
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
