@@ -15,13 +15,13 @@ from pathlib import Path
 
 from expert_booking.admin_cli import add_admin_parser, run_admin
 from expert_booking.serving import ListenError, exit_cleanly_on_signals, listen, serve
+from expert_booking.setting_values import parse_port
 from expert_booking.settings import (
     PROXY_PORT,
     SANDBOX_PORT,
     Settings,
     SettingsError,
     load_dotenv_file,
-    parse_port,
 )
 from expert_booking.version import DISTRIBUTION, package_version
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import ipaddress
-import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 from dotenv.main import DotEnv
@@ -21,6 +20,18 @@ from expert_booking.access.caller import IpNetwork
 from expert_booking.access.ports import QuotaLimits
 from expert_booking.adapters.sqlite_transaction import DEFAULT_BUSY_TIMEOUT_MS
 from expert_booking.addresses import https_or_loopback_url, is_loopback_host
+from expert_booking.setting_values import (
+    auth_algorithms,
+    auth_leeway,
+    comma_list,
+    duration,
+    http_url,
+    ip_networks,
+    non_negative_int,
+    parse_port,
+    positive_float,
+    positive_int,
+)
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SANDBOX_PORT = 3100
@@ -32,10 +43,6 @@ PROXY_PORT = 3001
 DEFAULT_QUOTA_PER_CALLER_PER_MINUTE = 30
 DEFAULT_QUOTA_GLOBAL_PER_MINUTE = 300
 DEFAULT_AUTH_ALGORITHMS = ("RS256", "ES256")
-SUPPORTED_AUTH_ALGORITHMS = frozenset(
-    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-)
-"""Asymmetric JWS algorithms only: ``none`` and the HMAC family (``HS*``) can never be allowed."""
 
 
 class AuthMode(StrEnum):
@@ -302,95 +309,12 @@ _LATER = (
 """Variables CONTRACT section 6 names for capabilities not built yet: refused, never ignored."""
 
 
-MAX_DURATION = 10**9
-"""The ceiling of every duration setting: 31 years of seconds (a TTL added to now stays a date)."""
-_Number = TypeVar("_Number", int, float)
-
-
-def _integer(raw: str, rule: str) -> int:
-    """``int(raw)``, refused with ``rule`` instead of Python's own sentence."""
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(rule) from None
-
-
-def _positive_int(raw: str) -> int:
-    rule = "must be a positive integer"
-    value = _integer(raw, rule)
-    if value <= 0:
-        raise ValueError(rule)
-    return value
-
-
-def _non_negative_int(raw: str) -> int:
-    rule = "must be zero or a positive integer"
-    value = _integer(raw, rule)
-    if value < 0:
-        raise ValueError(rule)
-    return value
-
-
-def _duration(parse: Callable[[str], _Number]) -> Callable[[str], _Number]:
-    """``parse``, and at most :data:`MAX_DURATION` (durations feed date and timer arithmetic)."""
-
-    def parsed(raw: str) -> _Number:
-        value = parse(raw)
-        if value > MAX_DURATION:
-            raise ValueError(f"must be at most {MAX_DURATION}")
-        return value
-
-    return parsed
-
-
-MAX_AUTH_LEEWAY_SECONDS = 300
-
-
-def _auth_leeway(raw: str) -> int:
-    """Seconds of clock leeway for ``exp``/``nbf``: small, or expired tokens stay valid."""
-    value = _non_negative_int(raw)
-    if value > MAX_AUTH_LEEWAY_SECONDS:
-        raise ValueError(f"must be at most {MAX_AUTH_LEEWAY_SECONDS} seconds")
-    return value
-
-
-def parse_port(raw: str) -> int:
-    """A TCP port number, 0 (any free port) to 65535; for ``PORT`` and ``--port``.
-
-    Raises:
-        ValueError: ``raw`` is not a decimal integer in that range.
-    """
-    rule = "must be a TCP port (0-65535)"
-    value = _integer(raw, rule)
-    if not 0 <= value <= 65535:  # noqa: PLR2004 - the TCP port range
-        raise ValueError(rule)
-    return value
-
-
-def _positive_float(raw: str) -> float:
-    rule = "must be a positive, finite number"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(rule) from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(rule)
-    return value
-
-
 def _db_path(raw: str) -> Path:
     """A SQLite file path; a PostgreSQL URL (CONTRACT section 6) is not supported yet."""
     scheme, colon, _ = raw.partition(":/")  # Path folds "postgresql://" to "postgresql:/"
     if colon and scheme.lower() in {"postgresql", "postgres"}:
         raise ValueError("PostgreSQL is not supported yet; give a SQLite file path")
     return Path(raw)
-
-
-def _csv(raw: str) -> tuple[str, ...]:
-    items = tuple(item.strip() for item in raw.split(",") if item.strip())
-    if not items:
-        raise ValueError("must list at least one value")
-    return items
 
 
 def _auth_mode(raw: str) -> AuthMode:
@@ -400,82 +324,46 @@ def _auth_mode(raw: str) -> AuthMode:
         raise ValueError("must be none or oauth") from None
 
 
-def _auth_algorithms(raw: str) -> tuple[str, ...]:
-    algorithms = _csv(raw)
-    refused = [name for name in algorithms if name not in SUPPORTED_AUTH_ALGORITHMS]
-    if refused:
-        raise ValueError(
-            f"{', '.join(refused)} not allowed (asymmetric JWS algorithms only, never none "
-            f"or HS*: {', '.join(sorted(SUPPORTED_AUTH_ALGORITHMS))})"
-        )
-    return algorithms
-
-
-def _networks(raw: str) -> tuple[IpNetwork, ...]:
-    try:
-        return tuple(ipaddress.ip_network(item, strict=False) for item in _csv(raw))
-    except ValueError as exc:
-        raise ValueError(f"must list IP addresses or CIDR networks ({exc})") from exc
-
-
-def _url(raw: str) -> str:
-    """An http(s) URL with a host and a valid port.
-
-    A URL nobody can connect to (no host, port 0 or out of range) fails at startup with one
-    line naming the variable, not as a retryable connection error at every confirmation.
-    """
-    if not raw.startswith(("http://", "https://")):
-        raise ValueError("must be an http(s) URL")
-    try:
-        parts = urlsplit(raw)
-        port = parts.port  # raises on a port that is not a number in 0-65535
-    except ValueError as exc:
-        raise ValueError(f"is not a valid URL ({exc})") from exc
-    if not parts.hostname or port == 0:
-        raise ValueError("must name a host (and a non-zero port, if any)")
-    return raw.rstrip("/")
-
-
 _VARIABLES: dict[str, tuple[str, Any]] = {
     "HOST": ("host", str),
     "PORT": ("port", parse_port),
     "BOOKING_DB_PATH": ("db_path", _db_path),
-    "PAYMENT_QUERY_BASE_URL": ("payment_query_base_url", _url),
-    "PAYMENT_PAGE_BASE_URL": ("payment_page_base_url", _url),
-    "HOLD_TTL_SECONDS": ("hold_ttl_seconds", _duration(_positive_int)),
-    "APPROVAL_TTL_SECONDS": ("approval_ttl_seconds", _duration(_positive_int)),
+    "PAYMENT_QUERY_BASE_URL": ("payment_query_base_url", http_url),
+    "PAYMENT_PAGE_BASE_URL": ("payment_page_base_url", http_url),
+    "HOLD_TTL_SECONDS": ("hold_ttl_seconds", duration(positive_int)),
+    "APPROVAL_TTL_SECONDS": ("approval_ttl_seconds", duration(positive_int)),
     "APPROVAL_CLOCK_SKEW_SECONDS": (
         "approval_clock_skew_seconds",
-        _duration(_non_negative_int),
+        duration(non_negative_int),
     ),
-    "SLOT_CACHE_TTL_SECONDS": ("slot_cache_ttl_seconds", _duration(_non_negative_int)),
-    "PAYMENT_TIMEOUT_SECONDS": ("payment_timeout_seconds", _duration(_positive_float)),
-    "ALLOWED_HOSTS": ("allowed_hosts", _csv),
-    "ALLOWED_ORIGINS": ("allowed_origins", _csv),
-    "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", _duration(_positive_int)),
+    "SLOT_CACHE_TTL_SECONDS": ("slot_cache_ttl_seconds", duration(non_negative_int)),
+    "PAYMENT_TIMEOUT_SECONDS": ("payment_timeout_seconds", duration(positive_float)),
+    "ALLOWED_HOSTS": ("allowed_hosts", comma_list),
+    "ALLOWED_ORIGINS": ("allowed_origins", comma_list),
+    "BOOKING_DB_BUSY_TIMEOUT_MS": ("db_busy_timeout_ms", duration(positive_int)),
     "AUTH_MODE": ("auth_mode", _auth_mode),
     "AUTH_ISSUER": ("auth_issuer", https_or_loopback_url),
     "AUTH_JWKS_URL": ("auth_jwks_url", https_or_loopback_url),
     "AUTH_RESOURCE": ("auth_resource", https_or_loopback_url),
-    "AUTH_ALGORITHMS": ("auth_algorithms", _auth_algorithms),
-    "AUTH_LEEWAY_SECONDS": ("auth_leeway_seconds", _auth_leeway),
-    "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", _positive_int),
-    "QUOTA_GLOBAL_PER_MINUTE": ("quota_global_per_minute", _positive_int),
-    "TRUSTED_PROXIES": ("trusted_proxies", _networks),
+    "AUTH_ALGORITHMS": ("auth_algorithms", auth_algorithms),
+    "AUTH_LEEWAY_SECONDS": ("auth_leeway_seconds", auth_leeway),
+    "QUOTA_PER_CALLER_PER_MINUTE": ("quota_per_caller_per_minute", positive_int),
+    "QUOTA_GLOBAL_PER_MINUTE": ("quota_global_per_minute", positive_int),
+    "TRUSTED_PROXIES": ("trusted_proxies", ip_networks),
     "CLIENT_CLOCK_TOLERANCE_SECONDS": (
         "client_clock_tolerance_seconds",
-        _duration(_non_negative_int),
+        duration(non_negative_int),
     ),
-    "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _positive_int),
-    "HTTP_MAX_HEADERS": ("http_max_headers", _positive_int),
+    "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", positive_int),
+    "HTTP_MAX_HEADERS": ("http_max_headers", positive_int),
     "HTTP_HEADER_TIMEOUT_SECONDS": (
         "http_header_timeout_seconds",
-        _duration(_positive_float),
+        duration(positive_float),
     ),
-    "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", _duration(_positive_float)),
-    "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", _duration(_positive_int)),
-    "HTTP_MAX_CONNECTIONS": ("http_max_connections", _positive_int),
-    "REFUSAL_LOG_LINES_PER_SECOND": ("refusal_log_lines_per_second", _positive_int),
+    "HTTP_BODY_TIMEOUT_SECONDS": ("http_body_timeout_seconds", duration(positive_float)),
+    "HTTP_KEEP_ALIVE_SECONDS": ("http_keep_alive_seconds", duration(positive_int)),
+    "HTTP_MAX_CONNECTIONS": ("http_max_connections", positive_int),
+    "REFUSAL_LOG_LINES_PER_SECOND": ("refusal_log_lines_per_second", positive_int),
 }
 SETTING_NAMES: frozenset[str] = frozenset(_VARIABLES) | frozenset(_LATER)
 """Every environment variable the server reads (or refuses, :data:`_LATER`)."""

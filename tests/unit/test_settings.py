@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from expert_booking import settings as settings_module
-from expert_booking.settings import Settings, SettingsError, parse_port
+from expert_booking.setting_values import parse_port
+from expert_booking.settings import Settings, SettingsError
 
 
 def test_defaults_match_the_contract_table() -> None:
