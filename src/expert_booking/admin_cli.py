@@ -87,7 +87,12 @@ async def _tools(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.admin_action in {"disable", "enable"}:
         check_switchable(args.name, logical=LOGICAL_NAMES, catalog=MCP_TOOLS)
-    reason = clean_reason(args.reason) if args.admin_action == "disable" else ""
+    reason = ""
+    if args.admin_action == "disable":
+        try:
+            reason = clean_reason(args.reason)
+        except ToolSwitchError as exc:
+            raise ToolSwitchError(f"--reason {exc}") from None
     created = not settings.db_path.exists()
     try:
         check_database_file(settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms)

@@ -55,15 +55,16 @@ def clean_reason(reason: str) -> str:
     """The reason callers will be told: one line of 1 to 200 printable characters, trimmed.
 
     Raises:
-        ToolSwitchError: the reason is empty, too long, or holds control characters.
+        ToolSwitchError: the reason is empty, too long, or holds control characters (the
+            message is the rule, to follow the reason's name).
     """
     text = reason.strip()
     if not text:
-        raise ToolSwitchError("--reason must say why (callers are told it)")
+        raise ToolSwitchError("must say why (callers are told it)")
     if len(text) > MAX_REASON_CHARS:
-        raise ToolSwitchError(f"--reason is longer than {MAX_REASON_CHARS} characters")
+        raise ToolSwitchError(f"is longer than {MAX_REASON_CHARS} characters")
     if any(unicodedata.category(char).startswith("C") for char in text):
-        raise ToolSwitchError("--reason must be one line without control characters")
+        raise ToolSwitchError("must be one line without control characters")
     return text
 
 
