@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import respx
-from cryptography.hazmat.primitives.asymmetric import ec
-from jwt.algorithms import ECAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from expert_booking.adapters.jwks import (
     MAX_DOCUMENT_BYTES,
@@ -295,3 +295,28 @@ async def test_a_key_document_nested_too_deeply_is_a_failed_fetch(
     clock.now += 10
     route.mock(return_value=key_set("a"))
     assert await keys.key("a", "ES256") is not None
+
+
+@respx.mock
+async def test_keys_sharing_a_kid_each_verify_their_own_algorithm(
+    http: httpx.AsyncClient,
+) -> None:
+    """RFC 7517 section 4.5 lets keys of different types share a kid (one key set used to keep
+    only the last, so tokens signed with the other were refused)."""
+    ec_key = {**jwk("shared"), "alg": "ES256"}
+    rsa_key = {
+        **RSAAlgorithm.to_jwk(
+            rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key(),
+            as_dict=True,
+        ),
+        "kid": "shared",
+        "use": "sig",
+        "alg": "RS256",
+    }
+    respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": [ec_key, rsa_key]}))
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic())
+    for algorithm, stated in (("ES256", ec_key), ("RS256", rsa_key)):
+        found = await keys.key("shared", algorithm)
+        assert found is not None
+        assert (found.key_type, found.algorithm_name) == (stated["kty"], algorithm)
+    assert await keys.key(None, "ES256") is None  # two keys: a token must name one

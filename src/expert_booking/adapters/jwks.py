@@ -14,9 +14,11 @@ this server hammer the AS, while a key rotated in right after a scheduled fetch 
 first token (unless another unknown ``kid`` came within the interval). After a failed fetch no
 fetch of either kind is tried for that interval, and the keys already known stay. Tokens that
 arrive together share one fetch: each judges its need again once the fetch before it is done.
-Keys whose ``use`` is not ``sig`` are ignored. Each document is read as sent and at most
-``MAX_DOCUMENT_BYTES`` of it (``adapters.http_body``), so a hostile or broken endpoint cannot
-make this server buffer or inflate a large body.
+Keys whose ``use`` is not ``sig`` are ignored. Keys sharing a ``kid`` are all kept (RFC 7517
+section 4.5 allows it for keys of different types): a token gets the first usable one, those
+whose ``alg`` names another algorithm last. Each document is read as sent and
+at most ``MAX_DOCUMENT_BYTES`` of it (``adapters.http_body``), so a hostile or broken endpoint
+cannot make this server buffer or inflate a large body.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class JwksCache:
         self._jwks_url = jwks_url
         self._clock = clock
         self._max_age = max_age_seconds
-        self._keys: dict[str, dict[str, Any]] = {}
+        self._keys: dict[str, list[dict[str, Any]]] = {}
         self._parsed: dict[tuple[str, str], jwt.PyJWK | None] = {}
         self._fetched_at: float | None = None
         self._failed_at: float | None = None  # the last fetch that failed
@@ -108,9 +110,15 @@ class JwksCache:
             found = self._lookup(kid)
         if found is None:
             return None
-        kid_found, jwk = found
+        kid_found, candidates = found
         if (kid_found, algorithm) not in self._parsed:
-            self._parsed[kid_found, algorithm] = self._parse(kid_found, jwk, algorithm)
+            # Stable: entries stating another alg go last, so a lone one is still the key
+            # (and PyJWT refuses the token's algorithm, as the caller is told).
+            ordered = sorted(candidates, key=lambda jwk: not _may_sign(jwk, algorithm))
+            parsed = (self._parse(kid_found, jwk, algorithm) for jwk in ordered)
+            self._parsed[kid_found, algorithm] = next(
+                (key for key in parsed if key is not None), None
+            )
         return self._parsed[kid_found, algorithm]
 
     def _parse(self, kid: str, jwk: dict[str, Any], algorithm: str) -> jwt.PyJWK | None:
@@ -126,11 +134,14 @@ class JwksCache:
             logger.warning("signing key %s of %s is not usable: %s", kid, self._issuer, exc)
             return None
 
-    def _lookup(self, kid: str | None) -> tuple[str, dict[str, Any]] | None:
+    def _lookup(self, kid: str | None) -> tuple[str, list[dict[str, Any]]] | None:
         if kid is None:
-            return next(iter(self._keys.items())) if len(self._keys) == 1 else None
-        jwk = self._keys.get(kid)
-        return None if jwk is None else (kid, jwk)
+            if len(self._keys) != 1:
+                return None
+            only = next(iter(self._keys.items()))
+            return only if len(only[1]) == 1 else None
+        candidates = self._keys.get(kid)
+        return None if candidates is None else (kid, candidates)
 
     def _stale(self) -> bool:
         return self._fetched_at is None or self._clock() - self._fetched_at >= self._max_age
@@ -166,19 +177,19 @@ class JwksCache:
     def _recent(self, at: float | None, now: float) -> bool:
         return at is not None and now - at < REFETCH_INTERVAL_SECONDS
 
-    async def _fetch(self) -> dict[str, dict[str, Any]]:
+    async def _fetch(self) -> dict[str, list[dict[str, Any]]]:
         if self._jwks_url is None:
             self._jwks_url = await self._discover()
         document = await self._get_json(self._jwks_url)
         raw_keys = document.get("keys")
         if not isinstance(raw_keys, list):
             raise KeyDocumentError(f"{self._jwks_url} is not a JWK Set")
-        keys: dict[str, dict[str, Any]] = {}
+        keys: dict[str, list[dict[str, Any]]] = {}
         for index, jwk in enumerate(raw_keys):
             if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
                 continue
             kid = jwk.get("kid")
-            keys[kid if isinstance(kid, str) else f"#{index}"] = jwk
+            keys.setdefault(kid if isinstance(kid, str) else f"#{index}", []).append(jwk)
         return keys
 
     async def _discover(self) -> str:
@@ -214,3 +225,12 @@ class JwksCache:
         if not isinstance(document, dict):
             raise KeyDocumentError(f"{url} did not answer a JSON object")
         return document
+
+
+def _may_sign(jwk: dict[str, Any], algorithm: str) -> bool:
+    """Whether a key set entry may verify ``algorithm``: its ``alg`` is that, or not a name.
+
+    An ``alg`` of the wrong JSON type is left to the parse, which logs the entry as unusable.
+    """
+    stated = jwk.get("alg")
+    return not isinstance(stated, str) or stated == algorithm
