@@ -17,6 +17,13 @@ client library refuses to send it). A server's own handling of such whitespace t
 be probed directly, not through this proxy. The response streams back with its status and
 headers; uvicorn adds no ``date``/``server`` header.
 
+An upstream URL with credentials (``http://user:password@host/mcp``) is refused at start: the
+HTTP client would send them as Basic auth over plain http, in place of every client's own
+``Authorization`` (an ``AUTH_MODE=oauth`` Bearer token among them), and the server checks no Basic
+auth. Where an upstream URL is shown (that refusal, the other start-up errors), its userinfo is
+``***``, so a password never reaches a terminal or a log; the ready line and a 502 name an origin
+that has none.
+
 Usage (the conformance harness and the tests run the same class in a thread)::
 
     with StampingProxy.running("http://127.0.0.1:3000/mcp") as proxy:
@@ -99,7 +106,12 @@ class ProxyApp:
     """The ASGI application: forwards every HTTP request to ``upstream_origin``."""
 
     def __init__(self, upstream_origin: str) -> None:
-        """Forward to ``upstream_origin`` (``http://host:port``) via ``ClientSentAtTransport``."""
+        """Forward to ``upstream_origin`` (``http://host:port``) via ``ClientSentAtTransport``.
+
+        Raises:
+            ValueError: ``upstream_origin`` carries credentials (see the module docstring).
+        """
+        _refuse_credentials(upstream_origin)
         self._origin = upstream_origin.rstrip("/")
         self._client: httpx2.AsyncClient | None = None
         self.forwarded = 0
@@ -342,22 +354,43 @@ def split_upstream(upstream_url: str) -> tuple[str, str]:
     """``http://host:port/path`` → (``http://host:port``, ``/path``).
 
     Raises:
-        ValueError: not an ``http://`` URL with a host.
+        ValueError: not an ``http://`` URL with a host, or one with credentials; the message
+            shows the URL without them.
     """
     parts = urlsplit(upstream_url)
     if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"upstream must be an http:// URL, got {upstream_url!r}")
+        raise ValueError(f"upstream must be an http:// URL, got {_shown(upstream_url)!r}")
+    _refuse_credentials(upstream_url)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     return origin, urlunsplit(("", "", parts.path, parts.query, ""))
+
+
+def _refuse_credentials(url: str) -> None:
+    """Raise ValueError when ``url`` has userinfo (``user:password@``, even an empty one)."""
+    if urlsplit(url).username is not None:
+        raise ValueError(
+            "upstream must not carry credentials: the proxy would send them as Basic auth over "
+            "plain http, replacing each client's own Authorization, and the server checks none; "
+            f"got {_shown(url)!r}"
+        )
+
+
+def _shown(url: str) -> str:
+    """``url`` as a message may show it: userinfo, when there is any, becomes ``***``."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url
+    _, _, host = parts.netloc.rpartition("@")  # as urlsplit itself finds the host
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 def run(upstream_url: str, host: str, port: int) -> int:
     """``expert-booking-mcp proxy``: serve the proxy in the foreground until SIGTERM/SIGINT.
 
     The ready line is ``MCP endpoint: http://HOST:PORT/<upstream path> (stamping proxy for
-    UPSTREAM)`` on stderr. A non-loopback ``host``, a bad upstream URL or a busy port is one line
-    and status 2 / 3: the proxy adds no access control, and a server in ``AUTH_MODE=none`` trusts
-    it as it trusts every loopback caller.
+    UPSTREAM)`` on stderr. A non-loopback ``host``, a bad upstream URL (credentials included) or a
+    busy port is one line and status 2 / 3: the proxy adds no access control, and a server in
+    ``AUTH_MODE=none`` trusts it as it trusts every loopback caller.
     """
     from expert_booking.edge.json_logging import startup_line  # noqa: PLC0415 - CLI entry only
     from expert_booking.serving import ListenError, serve  # noqa: PLC0415 - CLI entry only

@@ -10,16 +10,19 @@ real send boundary by the project's client adapter (:class:`ClientSentAtTranspor
 server's answer, result or error, is written back unchanged, envelopes included.
 
 Answered locally, because 2026-07-28 has no counterpart: ``initialize`` (from the server's
-``server/discover``: its capabilities, server info and instructions), ``ping`` and
-``logging/setLevel`` (empty results) and every notification from the host
-(``notifications/initialized`` above all; the 2026 HTTP wire carries none from the client). A
-server that cannot be reached gets a JSON-RPC error naming the URL and the cause; a server's own
-refusal is passed through as it came. A request the bridge cannot relay as it is (``params`` or
-``_meta`` not an object, a method or protocol version that cannot be a header) gets -32600
-naming the member, and no one message's failure ends the relay of the others in flight. Lines
-and the server's answers are parsed as strictly as the server parses bodies
-(``edge.json_text.parse_strict``): a lone surrogate or a ``NaN``, which a lax parser takes but
-no UTF-8 line can carry, is -32700 from the host and "no JSON-RPC message" from the server.
+``server/discover``: its capabilities, server info and instructions), ``ping`` (an empty result:
+2025-11-25 has every receiver answer it, whatever it declared) and every notification from the host
+(``notifications/initialized`` above all; the 2026 HTTP wire carries none from the client).
+``logging/setLevel`` is relayed like any other request: 2025-11-25 ties it to the ``logging``
+capability, which only the server can declare (``initialize`` passes on what it does), so the host
+gets the server's own answer (-32601 Method not found from a server without it), never a success
+for log messages nobody will send. A server that cannot be reached gets a JSON-RPC error naming the
+URL and the cause; a server's own refusal is passed through as it came. A request the bridge cannot
+relay as it is (``params`` or ``_meta`` not an object, a method or protocol version that cannot be
+a header) gets -32600 naming the member, and no one message's failure ends the relay of the others
+in flight. Lines and the server's answers are parsed as strictly as the server parses bodies
+(``edge.json_text.parse_strict``): a lone surrogate or a ``NaN``, which a lax parser takes but no
+UTF-8 line can carry, is -32700 from the host and "no JSON-RPC message" from the server.
 
 The bridge stamps on the host's behalf, so the timestamp ordering it lets a host check starts at
 the bridge, not at the host (NOTES.md). Messages are framed by hand (one JSON text per line, as
@@ -69,7 +72,7 @@ logger = logging.getLogger("expert_booking.stdio")
 PROG: Final = f"{DISTRIBUTION} stdio"
 UNREACHABLE: Final = INTERNAL_ERROR
 """JSON-RPC "internal error": the bridge could not get an answer from the server."""
-LOCAL_EMPTY_RESULTS: Final = frozenset({"ping", "logging/setLevel"})
+LOCAL_EMPTY_RESULTS: Final = frozenset({"ping"})
 
 Message = dict[str, Any]
 Post = Callable[[Message, dict[str, str]], Awaitable[httpx2.Response]]

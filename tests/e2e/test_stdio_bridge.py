@@ -1,14 +1,17 @@
 """``expert-booking-mcp stdio``: the official Python client over stdio, in both eras, to the server.
 
 The client starts the bridge as a host would (a command), the bridge relays to a spawned HTTP
-server. A 2025-11-25 host gets ``initialize``, ``ping`` and ``logging/setLevel`` answered by the
-bridge; a 2026-07-28 host probes ``server/discover`` through it. Either way the three tools,
-their schemas, the instructions and the envelopes are the server's own.
+server. A 2025-11-25 host gets ``initialize`` and ``ping`` answered by the bridge, and the
+server's own answer to ``logging/setLevel``; a 2026-07-28 host probes ``server/discover`` through
+it. Either way the three tools, their schemas, the instructions and the envelopes are the
+server's own. The bridge runs with this process's ``PYTHONPATH`` (a source-tree run tests the
+source, not the installed copy).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import uuid
@@ -16,17 +19,24 @@ import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
 from mcp import Client, MCPDeprecationWarning, MCPError, StdioServerParameters
+from mcp_types import METHOD_NOT_FOUND
 
 from expert_booking.client import chain_error, open_client
 from expert_booking.testing.server_process import ServerProcess
+from tests.e2e.rawhttp import enveloped, exchange, now_stamp, request, stamped_headers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOOLS = ["tool_catalog.search", "tool_catalog.read", "tool_catalog.call"]
+BRIDGE = (sys.executable, "-m", "expert_booking", "stdio", "--url")
+# The SDK passes a bridge only a few named variables; PYTHONPATH is kept so that a run against
+# the source tree (PYTHONPATH=src) spawns that source, not the copy installed in the venv.
+SOURCE_PATH = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +47,8 @@ def server() -> Iterator[ServerProcess]:
 
 @asynccontextmanager
 async def over_stdio(url: str, mode: Literal["legacy", "auto"]) -> AsyncIterator[Client]:
-    bridge = StdioServerParameters(
-        command=sys.executable, args=["-m", "expert_booking", "stdio", "--url", url]
-    )
+    command, *args = BRIDGE
+    bridge = StdioServerParameters(command=command, args=[*args, url], env=SOURCE_PATH)
     with anyio.fail_after(60):
         async with Client(bridge, mode=mode, cache=None) as client:
             yield client
@@ -97,14 +106,77 @@ async def test_a_stdio_host_books_through_the_bridge_with_stamped_envelopes(
         assert refused.structured_content["error"]["code"] == "BOOKING_NOT_FOUND"
 
 
-async def test_the_bridge_answers_ping_and_set_level_for_2025_hosts(server: ServerProcess) -> None:
+async def test_the_bridge_answers_ping_and_relays_set_level_for_2025_hosts(
+    server: ServerProcess,
+) -> None:
     async with over_stdio(server.url, "legacy") as client:
         with warnings.catch_warnings():
-            # Both are deprecated as of 2026-07-28, which is why the bridge answers them.
+            # Both are deprecated as of 2026-07-28; ping is every receiver's to answer.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await client.send_ping()
-            await client.set_logging_level("info")
+            with pytest.raises(MCPError) as refused:
+                await client.set_logging_level("info")
+        assert refused.value.error.code == METHOD_NOT_FOUND
         assert [tool.name for tool in (await client.list_tools()).tools] == TOOLS
+
+
+async def test_set_level_gets_the_servers_own_answer_as_the_server_declares_no_logging(
+    server: ServerProcess,
+) -> None:
+    """2025-11-25 ties ``logging/setLevel`` to the ``logging`` capability the server declares.
+
+    The server declares none and answers the request -32601, so the bridge must not fake a
+    success for log messages that never come (it once answered ``{}`` itself).
+    """
+    port = urlsplit(server.url).port
+    assert port is not None
+    stamp = now_stamp()
+    body = enveloped("logging/setLevel", {"level": "info"}, stamp)
+    direct = exchange(
+        port, request("/mcp", body, headers=stamped_headers(stamp, "logging/setLevel"))
+    )
+    assert direct is not None
+    lines: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "desk", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    answers = await _over_raw_stdio(server.url, lines, expected=3)
+    assert "logging" not in answers[1]["result"]["capabilities"]
+    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "error": direct.json()["error"]}
+    assert answers[2]["error"]["code"] == METHOD_NOT_FOUND
+    assert answers[3] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+async def _over_raw_stdio(
+    url: str, lines: list[dict[str, Any]], *, expected: int
+) -> dict[Any, dict[str, Any]]:
+    """Write ``lines`` to a spawned bridge; its ``expected`` answers by id, then stdin closes."""
+    async with await anyio.open_process([*BRIDGE, url]) as bridge:
+        assert bridge.stdin is not None
+        assert bridge.stdout is not None
+        await bridge.stdin.send(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        answers: dict[Any, dict[str, Any]] = {}
+        buffered = b""
+        with anyio.fail_after(60):
+            while len(answers) < expected:
+                buffered += await bridge.stdout.receive()
+                *complete, buffered = buffered.split(b"\n")
+                answers.update((answer["id"], answer) for answer in map(json.loads, complete))
+        await bridge.stdin.aclose()
+        with anyio.fail_after(30):
+            assert await bridge.wait() == 0
+    return answers
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -135,7 +207,7 @@ async def test_a_malformed_message_is_answered_and_the_relay_goes_on(
         {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"n": float("nan")}},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
     ]
-    command = [sys.executable, "-m", "expert_booking", "stdio", "--url", server.url]
+    command = [*BRIDGE, server.url]
     async with await anyio.open_process(command) as bridge:
         assert bridge.stdin is not None
         assert bridge.stdout is not None

@@ -116,15 +116,34 @@ async def test_initialize_echoes_a_handshake_version_and_takes_the_rest_from_dis
     assert upstream.posted[0][0]["method"] == "server/discover"
 
 
-async def test_ping_set_level_and_notifications_never_reach_the_server() -> None:
+async def test_ping_and_notifications_never_reach_the_server() -> None:
     upstream = Upstream(ok({}))
     bridge = Bridge(URL, upstream)
-    for method in ("ping", "logging/setLevel"):
-        answer = await bridge.handle({"jsonrpc": "2.0", "id": "a", "method": method})
-        assert answer == {"jsonrpc": "2.0", "id": "a", "result": {}}
+    answer = await bridge.handle({"jsonrpc": "2.0", "id": "a", "method": "ping"})
+    assert answer == {"jsonrpc": "2.0", "id": "a", "result": {}}
     for method in ("notifications/initialized", "notifications/cancelled"):
         assert await bridge.handle({"jsonrpc": "2.0", "method": method}) is None
     assert upstream.posted == []
+
+
+async def test_set_level_is_relayed_and_the_servers_refusal_comes_back() -> None:
+    """Only the server can declare the ``logging`` capability that ``logging/setLevel`` needs."""
+    refusal = {
+        "jsonrpc": "2.0",
+        "id": "a",
+        "error": {"code": -32601, "message": "Method not found", "data": "logging/setLevel"},
+    }
+    upstream = Upstream(httpx2.Response(404, json=refusal))
+    message = {
+        "jsonrpc": "2.0",
+        "id": "a",
+        "method": "logging/setLevel",
+        "params": {"level": "info"},
+    }
+    assert await Bridge(URL, upstream).handle(message) == refusal
+    ((body, headers),) = upstream.posted
+    assert body["params"]["level"] == "info"
+    assert headers["mcp-method"] == "logging/setLevel"
 
 
 async def test_a_servers_refusal_passes_through_unchanged() -> None:
