@@ -41,3 +41,12 @@ def https_or_loopback_url(raw: str) -> str:
     if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ValueError("must be https (http only on a loopback host)")
     return raw
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message or log may show it: userinfo, when there is any, becomes ``***``."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url
+    _, _, host = parts.netloc.rpartition("@")  # as urlsplit itself finds the host
+    return parts._replace(netloc=f"***@{host}").geturl()

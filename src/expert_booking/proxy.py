@@ -48,7 +48,7 @@ import httpx2
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from expert_booking.addresses import is_loopback_host
+from expert_booking.addresses import is_loopback_host, shown_url
 from expert_booking.client import ClientSentAtTransport
 from expert_booking.version import DISTRIBUTION
 
@@ -359,7 +359,7 @@ def split_upstream(upstream_url: str) -> tuple[str, str]:
     """
     parts = urlsplit(upstream_url)
     if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"upstream must be an http:// URL, got {_shown(upstream_url)!r}")
+        raise ValueError(f"upstream must be an http:// URL, got {shown_url(upstream_url)!r}")
     _refuse_credentials(upstream_url)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     return origin, urlunsplit(("", "", parts.path, parts.query, ""))
@@ -371,17 +371,8 @@ def _refuse_credentials(url: str) -> None:
         raise ValueError(
             "upstream must not carry credentials: the proxy would send them as Basic auth over "
             "plain http, replacing each client's own Authorization, and the server checks none; "
-            f"got {_shown(url)!r}"
+            f"got {shown_url(url)!r}"
         )
-
-
-def _shown(url: str) -> str:
-    """``url`` as a message may show it: userinfo, when there is any, becomes ``***``."""
-    parts = urlsplit(url)
-    if parts.username is None:
-        return url
-    _, _, host = parts.netloc.rpartition("@")  # as urlsplit itself finds the host
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 def run(upstream_url: str, host: str, port: int) -> int:

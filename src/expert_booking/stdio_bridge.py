@@ -63,6 +63,7 @@ from mcp_types.version import (
     LATEST_MODERN_VERSION,
 )
 
+from expert_booking.addresses import shown_url
 from expert_booking.client import DEFAULT_TIMEOUT, ClientSentAtTransport
 from expert_booking.edge.json_text import parse_strict
 from expert_booking.version import DISTRIBUTION
@@ -186,7 +187,7 @@ class Bridge:
         try:
             return await self._relay(message)
         except BridgeError as exc:
-            return _error(message["id"], UNREACHABLE, str(exc), {"url": self.url})
+            return _error(message["id"], UNREACHABLE, str(exc), {"url": shown_url(self.url)})
 
     def _enveloped(self, message: Message) -> Message:
         """``message`` with the 2026 ``_meta`` envelope, unless the host sent its own."""
@@ -220,7 +221,7 @@ class Bridge:
         except httpx2.HTTPError as exc:
             cause = str(exc) or type(exc).__name__
             raise BridgeError(
-                f"{PROG}: cannot reach the MCP server at {self.url} ({cause}); is "
+                f"{PROG}: cannot reach the MCP server at {shown_url(self.url)} ({cause}); is "
                 "`expert-booking-mcp serve` running there, and is --url right?"
             ) from exc
         try:
@@ -230,7 +231,7 @@ class Bridge:
         if not isinstance(answer, dict) or not ({"result", "error"} & answer.keys()):
             text = response.text[:200]
             raise BridgeError(
-                f"{PROG}: the server at {self.url} answered HTTP {response.status_code} "
+                f"{PROG}: the server at {shown_url(self.url)} answered HTTP {response.status_code} "
                 f"without a JSON-RPC message: {text!r}"
             )
         return answer
@@ -287,7 +288,9 @@ async def _write_parse_error(stdout: Any, writing: anyio.Lock) -> None:
 def run(url: str) -> int:
     """``expert-booking-mcp stdio``: relay between this process's stdio and ``url``."""
     if not url.startswith(("http://", "https://")):
-        sys.stderr.write(f"{PROG}: --url must be the server's http(s) MCP URL, got {url!r}\n")
+        sys.stderr.write(
+            f"{PROG}: --url must be the server's http(s) MCP URL, got {shown_url(url)!r}\n"
+        )
         return 2
 
     async def main() -> None:
@@ -302,7 +305,7 @@ def run(url: str) -> int:
                     headers={**headers, "accept": "application/json, text/event-stream"},
                 )
 
-            sys.stderr.write(f"{PROG}: relaying stdio to {url}\n")
+            sys.stderr.write(f"{PROG}: relaying stdio to {shown_url(url)}\n")
             sys.stderr.flush()
             await serve_stdio(Bridge(url, post))
 

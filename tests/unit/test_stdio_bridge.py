@@ -173,6 +173,20 @@ async def test_no_connection_and_non_json_answers_are_errors_naming_the_url() ->
         assert answer["error"]["data"] == {"url": URL}
 
 
+async def test_errors_naming_the_url_never_show_its_credentials() -> None:
+    """A ``--url`` with userinfo (Basic auth to a reverse proxy) is sent as it is, but what a host
+    (and its model) reads names the server with ``***`` in place of the credentials."""
+    with_credentials = "https://user:secret@mcp.example/mcp"
+    for response in (httpx2.ConnectError("refused"), httpx2.Response(502, text="no")):
+        answer = await Bridge(with_credentials, Upstream(response)).handle(
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
+        )
+        assert answer is not None
+        assert "secret" not in json.dumps(answer)
+        assert "https://***@mcp.example/mcp" in answer["error"]["message"]
+        assert answer["error"]["data"] == {"url": "https://***@mcp.example/mcp"}
+
+
 async def test_what_is_not_a_request_is_invalid_and_host_answers_are_dropped() -> None:
     bridge = Bridge(URL, Upstream(ok({})))
     assert await bridge.handle({"jsonrpc": "2.0", "id": 9, "result": {}}) is None
