@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import pytest
 
 from expert_booking.domain.model import parse_instant
 from expert_booking.sandbox.app import build_sandbox_app
-from expert_booking.sandbox.ledger import Ledger, Payment
+from expert_booking.sandbox.ledger import SHOWN_ID_CHARS, Ledger, Payment
 from tests.fakes import MutableClock
 from tests.integration.test_sandbox_in_process import held_in
 
@@ -170,6 +171,10 @@ async def test_a_body_over_the_limit_is_413_before_it_is_parsed(
         ["127.0.0.1:"],
         ["::1:3100"],
         ["[::1]x"],
+        ["127.0.0.1:0"],
+        ["127.0.0.1:65536"],
+        ["[::1]:99999"],
+        ["localhost:" + "9" * 5_000],  # more digits than int() converts
     ],
 )
 async def test_a_request_naming_several_or_a_malformed_host_is_400(
@@ -180,7 +185,10 @@ async def test_a_request_naming_several_or_a_malformed_host_is_400(
     assert "one Host" in answer.text
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:3100", "localhost:3100", "[::1]:3100", "127.0.0.1"])
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1:3100", "localhost:3100", "[::1]:3100", "127.0.0.1", "127.0.0.1:1", "[::1]:65535"],
+)
 async def test_a_single_loopback_host_with_or_without_a_port_is_served(
     http: httpx.AsyncClient, host: str
 ) -> None:
@@ -215,6 +223,40 @@ async def test_the_not_found_page_repeats_a_short_printable_id(http: httpx.Async
     assert "\ufffdbooking-\ufffd" + "x" * 70 + "…" in page.text
     assert "xy" not in page.text
     assert len(page.text) < 2_000
+
+
+async def test_the_json_not_found_answer_repeats_a_short_id(http: httpx.AsyncClient) -> None:
+    head = "booking-" + "x" * (SHOWN_ID_CHARS - len("booking-"))
+    long = await http.get(f"{SANDBOX}/payments/{head + 'y' * 30_000}")
+    short = await http.get(f"{SANDBOX}/payments/booking-unknown")
+    assert (long.status_code, short.status_code) == (404, 404)
+    assert long.json() == {"error": "payment not found", "bookingId": f"{head}…"}
+    assert short.json() == {"error": "payment not found", "bookingId": "booking-unknown"}
+
+
+class _BrokenLedger(Ledger):
+    """A ledger that fails in a way no handler expects."""
+
+    def payment(self, booking_id: str) -> Payment:
+        raise RuntimeError(f"ledger internals for {booking_id}")
+
+
+async def test_an_unexpected_error_is_logged_with_its_traceback_and_answered_a_bare_500(
+    held: Held, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with _client(held, _BrokenLedger(tmp_path / "ledger.json")) as http:
+        with caplog.at_level(logging.INFO, logger="expert_booking.sandbox"):
+            answer = await http.get(f"{SANDBOX}/payments/{held.booking_id}")
+            unknown_path = await http.get(f"{SANDBOX}/nowhere")  # an HTTP refusal: not logged
+    assert (answer.status_code, unknown_path.status_code) == (500, 404)
+    assert answer.text == "SANDBOX: Internal Server Error"
+    assert answer.headers["content-type"] == "text/plain; charset=utf-8"
+    assert answer.headers["x-frame-options"] == "DENY"
+    (record,) = [r for r in caplog.records if r.name == "expert_booking.sandbox"]
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == "GET /payments/{booking_id} failed; answered 500"
+    assert record.exc_info is not None
+    assert isinstance(record.exc_info[1], RuntimeError)
 
 
 class _OddLedger(Ledger):

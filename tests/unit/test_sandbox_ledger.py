@@ -5,13 +5,22 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
-from expert_booking.sandbox.ledger import Ledger, LedgerError
+from expert_booking.sandbox.ledger import (
+    FINAL_STATUSES,
+    LEDGER_VERSION,
+    SHOWN_ID_CHARS,
+    Ledger,
+    LedgerError,
+    schema,
+)
 
 PAID = {
     "status": "PAID",
@@ -65,6 +74,53 @@ def test_a_ledger_of_another_shape_is_refused_when_read(tmp_path: Path, data: An
         Ledger(path)
     assert "\n" not in str(refused.value)
     assert path.read_text(encoding="utf-8") == text  # never overwritten
+
+
+def test_a_ledger_whose_version_is_true_and_not_1_is_refused(tmp_path: Path) -> None:
+    """``True == 1`` in Python: the schema's ``"const": 1`` tells a boolean from the number."""
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps({"version": True, "payments": {}, "mailbox": []}), "utf-8")
+    with pytest.raises(LedgerError, match=re.escape('/version does not meet {"const": 1}')):
+        Ledger(path)
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"version": 1, "mailbox": []}, "/payments is missing"),
+        ({"version": 1, "payments": {}, "mailbox": {}}, '/mailbox does not meet {"type": "array"}'),
+        (
+            {"version": 1, "payments": {"b" * 500: {**PAID, "paidAt": None}}, "mailbox": []},
+            f"the payment of '{'b' * SHOWN_ID_CHARS}' is not a final status",
+        ),
+        (
+            {"version": 1, "payments": {}, "mailbox": [MESSAGE, {**MESSAGE, "id": 2.0}]},
+            "mailbox message 2 is not a message of the documented shape",
+        ),
+        (
+            {"version": 1, "payments": {"\ud800": PAID}, "mailbox": []},
+            "it holds a lone surrogate",
+        ),
+    ],
+)
+def test_a_refused_ledger_says_where_it_departs_from_the_schema(
+    tmp_path: Path, data: Any, said: str
+) -> None:
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(LedgerError) as refused:
+        Ledger(path)
+    assert str(refused.value).startswith(f"{path} is not a version 1 ledger: ")
+    assert said in str(refused.value)
+    assert "b" * (SHOWN_ID_CHARS + 1) not in str(refused.value)
+
+
+def test_the_schema_is_a_draft_2020_12_document_of_the_ledgers_version_and_statuses() -> None:
+    """One list of final statuses: the schema's enum is pinned to ``FINAL_STATUSES``."""
+    document = schema()
+    Draft202012Validator.check_schema(document)
+    assert document["properties"]["version"] == {"const": LEDGER_VERSION}
+    assert tuple(document["$defs"]["finalStatus"]["enum"]) == FINAL_STATUSES
 
 
 def test_a_ledger_of_the_documented_shape_is_read_back(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The sandbox's HTTP surface (Litestar) and its command, ``expert-booking-mcp payment-sandbox``.
 
 - ``GET /payments/{bookingId}``: the contract's payment answer (CONTRACT section 4); 404 for
-  an unknown booking.
+  an unknown booking (its ``bookingId`` repeats at most ``SHOWN_ID_CHARS`` characters of the
+  requested id, then ``…``).
 - ``GET /pay/{bookingId}``: the payment page (booking, expert, time, amount, currency, status).
 - ``POST /pay/{bookingId}``: form field ``action`` = ``pay`` / ``fail`` / ``close``; 303 back.
   Only while the booking is held and its hold has not run out (the sandbox's clock): a pending
@@ -11,12 +12,12 @@
   (the ledger's mailbox entries, newest first).
 
 Only loopback: the command refuses another bind address, every request must name exactly one
-``Host``, of the form ``name[:digits]`` (400 otherwise), a loopback one (421 otherwise), and a
-form post with an ``Origin`` must carry exactly one, the sandbox's own (403 otherwise), so a web
-page elsewhere cannot pay for the user. A post without ``Origin`` (a program, as ``demo`` plays
-the person) is served: the sandbox stands in for a payment provider, which would authenticate
-the payer; it cannot tell a person from a program, and a booking id is all it asks (an
-unguessable one, as a payment link is).
+``Host``, of the form ``name[:port]``, a port 1-65535 (400 otherwise), a loopback one (421
+otherwise), and a form post with an ``Origin`` must carry exactly one, the sandbox's own (403
+otherwise), so a web page elsewhere cannot pay for the user. A post without ``Origin`` (a
+program, as ``demo`` plays the person) is served: the sandbox stands in for a payment provider,
+which would authenticate the payer; it cannot tell a person from a program, and a booking id is
+all it asks (an unguessable one, as a payment link is).
 
 Every answer, the gate's own refusals included, carries :data:`GUARD_HEADERS`: no page of the
 sandbox can be framed by another (clickjacking a Pay button), nothing is sniffed as another type,
@@ -26,6 +27,8 @@ null`` with the page's own form post, which the Origin check must refuse.) A req
 is at most :data:`MAX_BODY_BYTES` (413 before anything of it is parsed, announced or streamed):
 the one form has one short field. The sandbox's own answers carry ``x-payment-sandbox``, the
 responded-at header and ``cache-control: no-store``; its plain-text answers are ``text/plain``.
+An unexpected error (not one of Litestar's HTTP refusals) is logged with its traceback on the
+``expert_booking.sandbox`` logger and answered a plain-text 500 that says nothing of it.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from expert_booking.sandbox import pages
 from expert_booking.sandbox.bookings import BookingReader
 from expert_booking.sandbox.ledger import (
     PENDING,
+    SHOWN_ID_CHARS,
     Ledger,
     LedgerError,
     PaymentAlreadyFinalError,
@@ -82,8 +86,9 @@ GUARD_HEADERS: Final = (
     (b"referrer-policy", b"same-origin"),  # no-referrer would make the form's Origin "null"
 )
 """Added to every answer by :class:`_LoopbackGate`."""
-_HOST: Final = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(?::[0-9]+)?")
-"""A ``Host`` value: a name or a bracketed IPv6 literal (group 1), then an optional port."""
+_HOST: Final = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(?::([0-9]{1,5}))?")
+"""A ``Host`` value: a name or a bracketed IPv6 literal (group 1), then an optional port (2)."""
+_PORTS: Final = range(1, 65536)
 
 logger = logging.getLogger("expert_booking.sandbox")
 
@@ -130,8 +135,8 @@ def _refusal(scope: Scope) -> tuple[int, bytes] | None:
     hosts = _header_values(scope, b"host")
     host = hosts[0] if hosts else ""
     named = _HOST.fullmatch(host)
-    if len(hosts) > 1 or named is None:
-        return 400, b"SANDBOX: a request names one Host, as name[:port] (a port is digits)"
+    if len(hosts) > 1 or named is None or (named[2] is not None and int(named[2]) not in _PORTS):
+        return 400, b"SANDBOX: a request names one Host, as name[:port] (a port is 1-65535)"
     if not is_loopback_host(named[1]):
         return 421, b"SANDBOX: only loopback Host names are served"
     origins = _header_values(scope, b"origin")
@@ -195,7 +200,8 @@ async def payment_answer(booking_id: FromPath[str], state: State) -> Response[An
         booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
         payment = sandbox.ledger.payment(booking_id)
     if booking is None:
-        body: dict[str, Any] = {"error": "payment not found", "bookingId": booking_id}
+        shown = booking_id[:SHOWN_ID_CHARS] + ("…" if len(booking_id) > SHOWN_ID_CHARS else "")
+        body: dict[str, Any] = {"error": "payment not found", "bookingId": shown}
         return Response(body, status_code=404, headers=sandbox.headers())
     answer = {
         "bookingId": booking.booking_id,
@@ -304,13 +310,22 @@ def _http_error(request: Request[Any, Any, State], exc: HTTPException) -> Respon
     return sandbox.text(f"SANDBOX: {exc.detail}", exc.status_code, exc.headers)
 
 
+def _unexpected_error(request: Request[Any, Any, State], exc: Exception) -> Response[str]:
+    """Any other exception: logged with its traceback, answered a 500 that says nothing of it."""
+    route = request.scope.get("path_template") or "an unrouted path"
+    logger.error("%s %s failed; answered 500", request.method, route, exc_info=exc)
+    return _sandbox(request.app.state).text("SANDBOX: Internal Server Error", 500)
+
+
 def build_sandbox_app(db_path: Path, ledger: Ledger, *, clock: Clock | None = None) -> Any:
     """The sandbox as an ASGI app reading ``db_path`` and writing ``ledger``."""
     sandbox = _Sandbox(BookingReader(db_path), ledger, clock or SystemClock())
     app = Litestar(
         route_handlers=[payment_answer, payment_page, change_payment, mailbox, index],
         state=State({"sandbox": sandbox}),
-        exception_handlers={HTTPException: _http_error},
+        # Litestar's LoggingConfig(log_exceptions="always") would dictConfig the process's
+        # logging (serve's JSON lines) and log every 404 with a traceback: a handler logs instead.
+        exception_handlers={HTTPException: _http_error, Exception: _unexpected_error},
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
         logging_config=None,

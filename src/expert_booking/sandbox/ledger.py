@@ -1,4 +1,4 @@
-"""The sandbox's own ledger: payment states and the mailbox, in one JSON file.
+r"""The sandbox's own ledger: payment states and the mailbox, in one JSON file.
 
 File shape (``version`` 1)::
 
@@ -10,7 +10,10 @@ File shape (``version`` 1)::
 A booking without an entry is ``PENDING``. A payment changes once, from ``PENDING`` to ``PAID``,
 ``FAILED`` or ``CLOSED``; each change appends one mailbox message (``kind`` is
 ``payment.<status in lower case>``). The whole shape is checked when the file is read, so a file
-of another shape is refused then (:class:`LedgerError`), never met by a request.
+of another shape is refused then (:class:`LedgerError`), never met by a request: the JSON Schema
+``ledger.schema.json`` beside this module (:data:`SCHEMA_RESOURCE`) describes it, and a file must
+also hold no lone surrogate (a ``\uXXXX`` escape of half a character, which no schema keyword
+refuses).
 
 Every write replaces the file atomically (a temporary file, ``fsync``, ``os.replace``, then an
 ``fsync`` of the directory, so the rename survives a power loss), under a lock, so a reader never
@@ -32,6 +35,7 @@ was read as held before that commit, and a change that starts later reads it can
 from __future__ import annotations
 
 import fcntl
+import importlib.resources
 import json
 import os
 import tempfile
@@ -42,16 +46,22 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
 
 from expert_booking.domain.model import PaymentStatus
+from expert_booking.edge.validation import compile_validator, json_pointer
 
 PENDING: Final = PaymentStatus.PENDING.value
 FINAL_STATUSES: Final = tuple(status.value for status in PaymentStatus if status != PENDING)
 LEDGER_VERSION: Final = 1
 LOCK_SUFFIX: Final = ".lock"
 """``<ledger>.lock`` beside the ledger: the file an exclusive ledger locks (never removed)."""
-_MESSAGE_TEXT_FIELDS: Final = ("at", "kind", "bookingId", "status", "amount", "currency")
-_SHOWN_KEY_CHARS: Final = 80
+SCHEMA_RESOURCE: Final = "ledger.schema.json"
+"""The JSON Schema (Draft 2020-12) of a version 1 ledger file, package data of this package."""
+SHOWN_ID_CHARS: Final = 80
+"""How much of a booking id from outside (a request's path, a ledger's key) the sandbox repeats,
+in a ledger's refusal, the JSON not-found answer and the not-found page."""
 
 
 class LedgerError(RuntimeError):
@@ -234,20 +244,27 @@ def _fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
+def schema() -> dict[str, Any]:
+    """The JSON Schema of a version 1 ledger file (:data:`SCHEMA_RESOURCE`), parsed."""
+    resource = importlib.resources.files("expert_booking.sandbox") / SCHEMA_RESOURCE
+    document: dict[str, Any] = json.loads(resource.read_text(encoding="utf-8"))
+    return document
+
+
+_SCHEMA: Final[Validator] = compile_validator(schema())
+"""Compiled when the module is imported: a wheel without the schema fails at start."""
+
+
 def _shape_problem(data: dict[str, Any]) -> str | None:
-    """What in a version 1 ledger's ``data`` is not of the documented shape, or ``None``."""
-    payments, mailbox = data.get("payments"), data.get("mailbox")
-    if not isinstance(payments, dict):
-        return '"payments" is not an object'
-    for booking_id, entry in payments.items():
-        if not _is_payment_entry(entry):
-            shown = booking_id[:_SHOWN_KEY_CHARS]
-            return f"the payment of {shown!r} is not a final status with its paidAt and changedAt"
-    if not isinstance(mailbox, list):
-        return '"mailbox" is not a list'
-    for position, message in enumerate(mailbox):
-        if not _is_message(message):
-            return f"mailbox message {position + 1} is not a message of the documented shape"
+    """What in a version 1 ledger's ``data`` is not of the documented shape, or ``None``.
+
+    The schema's most relevant violation (``best_match``), said by where it is: a payment by
+    its booking id (cut to :data:`SHOWN_ID_CHARS`), a mailbox message by its position, anything
+    else by its JSON pointer and the schema keyword it fails. Never a value from the file.
+    """
+    error = best_match(_SCHEMA.iter_errors(data))
+    if error is not None:
+        return _where(error)
     try:  # a JSON escape of half a surrogate pair: no page or write could encode it
         json.dumps(data, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -255,18 +272,16 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _is_payment_entry(entry: object) -> bool:
-    if not isinstance(entry, dict) or entry.get("status") not in FINAL_STATUSES:
-        return False
-    paid_at = entry.get("paidAt")
-    paid_at_fits = isinstance(paid_at, str) if entry["status"] == "PAID" else paid_at is None
-    return paid_at_fits and isinstance(entry.get("changedAt"), str)
-
-
-def _is_message(message: object) -> bool:
-    if not isinstance(message, dict):
-        return False
-    number = message.get("id")
-    texts = all(isinstance(message.get(field), str) for field in _MESSAGE_TEXT_FIELDS)
-    numbered = isinstance(number, int) and not isinstance(number, bool)
-    return numbered and texts and message["status"] in FINAL_STATUSES
+def _where(error: ValidationError) -> str:
+    path = list(error.absolute_path)
+    if len(path) > 1 and path[0] == "payments":
+        shown = str(path[1])[:SHOWN_ID_CHARS]
+        return f"the payment of {shown!r} is not a final status with its paidAt and changedAt"
+    if len(path) > 1 and path[0] == "mailbox" and isinstance(path[1], int):
+        return f"mailbox message {path[1] + 1} is not a message of the documented shape"
+    if error.validator == "required" and isinstance(error.instance, dict):
+        required = error.validator_value if isinstance(error.validator_value, list) else []
+        missing = [name for name in required if name not in error.instance]
+        return f"{json_pointer([*path, *missing[:1]])} is missing"
+    keyword = json.dumps({str(error.validator): error.validator_value})
+    return f"{json_pointer(path) or 'the top level'} does not meet {keyword} of {SCHEMA_RESOURCE}"

@@ -18,12 +18,10 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from expert_booking.sandbox.bookings import HELD, BookingView
-from expert_booking.sandbox.ledger import PENDING, Payment
+from expert_booking.sandbox.ledger import PENDING, SHOWN_ID_CHARS, Payment
 
 LANGUAGES: Final = ("en", "zh", "de")
 DEFAULT_LANGUAGE: Final = "en"
-SHOWN_ID_CHARS: Final = 80
-"""How much of an unknown booking id (from the request's path) the not-found page repeats."""
 
 TEXT: Final[Mapping[str, Mapping[str, str]]] = {
     "en": {
