@@ -14,11 +14,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from expert_booking.adapters.jwks import (
+    KEY_TYPES,
     MAX_DOCUMENT_BYTES,
     JwksCache,
     JwksUnavailableError,
     metadata_urls,
 )
+from expert_booking.setting_values import SUPPORTED_AUTH_ALGORITHMS
 
 ISSUER = "https://login.example/realms/booking"
 JWKS = "https://login.example/realms/booking/certs"
@@ -320,3 +322,31 @@ async def test_keys_sharing_a_kid_each_verify_their_own_algorithm(
         assert found is not None
         assert (found.key_type, found.algorithm_name) == (stated["kty"], algorithm)
     assert await keys.key(None, "ES256") is None  # two keys: a token must name one
+
+
+@respx.mock
+async def test_keys_sharing_a_kid_without_alg_are_told_apart_by_type_and_curve(
+    http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Neither states ``alg``: the kty and crv decide, and a healthy key is never logged."""
+    p384 = ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP384R1()).public_key(), as_dict=True)
+    rsa_key = RSAAlgorithm.to_jwk(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key(), as_dict=True
+    )
+    entries = [{**entry, "kid": "shared"} for entry in (rsa_key, p384, jwk("x"))]
+    respx.get(JWKS).mock(return_value=httpx.Response(200, json={"keys": entries}))
+    keys = JwksCache(http, issuer=ISSUER, jwks_url=JWKS, clock=Monotonic())
+    with caplog.at_level("WARNING", logger="expert_booking.auth"):
+        for algorithm, curve in (("ES256", "secp256r1"), ("ES384", "secp384r1")):
+            found = await keys.key("shared", algorithm)
+            assert found is not None
+            assert (found.key_type, found.key.curve.name) == ("EC", curve)
+        found = await keys.key("shared", "RS256")
+        assert found is not None
+        assert found.key_type == "RSA"
+        assert await keys.key("shared", "EdDSA") is None
+    assert caplog.records == []
+
+
+def test_every_algorithm_the_settings_allow_has_its_key_type() -> None:
+    assert set(KEY_TYPES) == SUPPORTED_AUTH_ALGORITHMS

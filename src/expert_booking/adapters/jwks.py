@@ -15,8 +15,8 @@ first token (unless another unknown ``kid`` came within the interval). After a f
 fetch of either kind is tried for that interval, and the keys already known stay. Tokens that
 arrive together share one fetch: each judges its need again once the fetch before it is done.
 Keys whose ``use`` is not ``sig`` are ignored. Keys sharing a ``kid`` are all kept (RFC 7517
-section 4.5 allows it for keys of different types): a token gets the first usable one, those
-whose ``alg`` names another algorithm last. Each document is read as sent and
+section 4.5 allows it for keys of different types): a token gets the first usable one whose
+``alg``, ``kty`` and ``crv`` fit its algorithm (``fits``). Each document is read as sent and
 at most ``MAX_DOCUMENT_BYTES`` of it (``adapters.http_body``), so a hostile or broken endpoint
 cannot make this server buffer or inflate a large body.
 """
@@ -41,6 +41,14 @@ logger = logging.getLogger("expert_booking.auth")
 MAX_AGE_SECONDS: Final = 300.0
 REFETCH_INTERVAL_SECONDS: Final = 10.0
 MAX_DOCUMENT_BYTES: Final = 256 * 1024
+KEY_TYPES: Final[dict[str, tuple[str, str | None]]] = {
+    **{f"{family}{bits}": ("RSA", None) for family in ("RS", "PS") for bits in (256, 384, 512)},
+    "ES256": ("EC", "P-256"),
+    "ES384": ("EC", "P-384"),
+    "ES512": ("EC", "P-521"),
+    "EdDSA": ("OKP", None),
+}
+"""The key type (``kty``) and curve (``crv``) each allowed algorithm needs (RFC 7518, RFC 8037)."""
 
 
 class JwksUnavailableError(Exception):
@@ -112,14 +120,22 @@ class JwksCache:
             return None
         kid_found, candidates = found
         if (kid_found, algorithm) not in self._parsed:
-            # Stable: entries stating another alg go last, so a lone one is still the key
-            # (and PyJWT refuses the token's algorithm, as the caller is told).
-            ordered = sorted(candidates, key=lambda jwk: not _may_sign(jwk, algorithm))
-            parsed = (self._parse(kid_found, jwk, algorithm) for jwk in ordered)
-            self._parsed[kid_found, algorithm] = next(
-                (key for key in parsed if key is not None), None
-            )
+            self._parsed[kid_found, algorithm] = self._choose(kid_found, candidates, algorithm)
         return self._parsed[kid_found, algorithm]
+
+    def _choose(
+        self, kid: str, candidates: list[dict[str, Any]], algorithm: str
+    ) -> jwt.PyJWK | None:
+        """The first usable entry that fits ``algorithm`` (``fits``).
+
+        When none fits, an entry stating another ``alg`` is still the key (its own algorithm):
+        the verifier then refuses the token's algorithm, which is what the caller is told.
+        """
+        fitting = [jwk for jwk in candidates if fits(jwk, algorithm)]
+        if not fitting:
+            fitting = [jwk for jwk in candidates if isinstance(jwk.get("alg"), str)][:1]
+        parsed = (self._parse(kid, jwk, algorithm) for jwk in fitting)
+        return next((key for key in parsed if key is not None), None)
 
     def _parse(self, kid: str, jwk: dict[str, Any], algorithm: str) -> jwt.PyJWK | None:
         """The key, or ``None`` (logged once per key set) when the entry is not a usable key.
@@ -227,10 +243,18 @@ class JwksCache:
         return document
 
 
-def _may_sign(jwk: dict[str, Any], algorithm: str) -> bool:
-    """Whether a key set entry may verify ``algorithm``: its ``alg`` is that, or not a name.
+def fits(jwk: dict[str, Any], algorithm: str) -> bool:
+    """Whether a key set entry can verify ``algorithm`` (one of :data:`KEY_TYPES`).
 
-    An ``alg`` of the wrong JSON type is left to the parse, which logs the entry as unusable.
+    Its ``alg`` (if a name) is that, and its ``kty`` and ``crv`` (where given as names) are the
+    ones the algorithm requires. Values of the wrong JSON type are left to the parse, which logs
+    the entry as unusable.
     """
-    stated = jwk.get("alg")
-    return not isinstance(stated, str) or stated == algorithm
+    stated, kty, crv = jwk.get("alg"), jwk.get("kty"), jwk.get("crv")
+    required = KEY_TYPES.get(algorithm)
+    if required is None or (isinstance(stated, str) and stated != algorithm):
+        return False
+    key_type, curve = required
+    return not (isinstance(kty, str) and kty != key_type) and not (
+        curve is not None and isinstance(crv, str) and crv != curve
+    )

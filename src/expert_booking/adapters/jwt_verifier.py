@@ -174,6 +174,10 @@ class JwtAccessTokenVerifier:
             raise TokenRefusedError(RefusalReason.KEYS_UNAVAILABLE, str(exc)) from exc
         if key is None:
             raise TokenRefusedError(RefusalReason.UNKNOWN_KEY, repr(kid))
+        if key.algorithm_name != algorithm:  # the key named states another alg (``adapters.jwks``)
+            raise TokenRefusedError(
+                RefusalReason.ALGORITHM, f"{algorithm!r} is not the key's {key.algorithm_name!r}"
+            )
         claims = _decode(token, key, algorithm, policy)
         return _access(token, claims, policy)
 
