@@ -7,6 +7,7 @@ authorization server, tests), every other one must be ``https``.
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import urlsplit
 
 
@@ -43,9 +44,19 @@ def https_or_loopback_url(raw: str) -> str:
     return raw
 
 
+_BEFORE_AT = re.compile(r"[^/\\@]*@")
+"""In a value without an authority, what may be userinfo: each run up to an ``@`` after a slash."""
+
+
 def shown_url(url: str) -> str:
-    """``url`` as a message or log may show it: userinfo, when there is any, becomes ``***``."""
+    """``url`` as a message or log may show it: userinfo, when there is any, becomes ``***``.
+
+    A value that has no authority to ``urlsplit`` (``user:pw@host/mcp``, ``http:/user:pw@host``:
+    the typos a "must be an http URL" error echoes) has every run before an ``@`` hidden.
+    """
     parts = urlsplit(url)
+    if not parts.netloc:
+        return _BEFORE_AT.sub("***@", url)
     if parts.username is None:
         return url
     _, _, host = parts.netloc.rpartition("@")  # as urlsplit itself finds the host

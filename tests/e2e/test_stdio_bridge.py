@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import uuid
 import warnings
@@ -190,6 +191,22 @@ async def test_a_stopped_server_is_named_with_its_url(mode: Literal["legacy", "a
     with pytest.RaisesGroup(refusal, flatten_subgroups=True, allow_unwrapped=True):
         async with over_stdio(url, mode):
             pytest.fail("connected to a stopped server")
+
+
+def test_a_url_refused_at_start_is_named_without_its_credentials() -> None:
+    """A ``--url`` typo (one slash) carrying a password: refused, and the password not echoed."""
+    done = subprocess.run(  # noqa: S603 - our own interpreter and fixed arguments
+        [*BRIDGE, "https:/user:secret@127.0.0.1:3000/mcp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "expert-booking-mcp stdio: --url must be the server's http(s) MCP URL, "
+        "got 'https:/***@127.0.0.1:3000/mcp'\n"
+    )
 
 
 async def test_a_malformed_message_is_answered_and_the_relay_goes_on(
