@@ -91,7 +91,7 @@ def test_a_ledger_whose_version_is_true_and_not_1_is_refused(tmp_path: Path) -> 
         ({"version": 1, "payments": {}, "mailbox": {}}, '/mailbox does not meet {"type": "array"}'),
         (
             {"version": 1, "payments": {"b" * 500: {**PAID, "paidAt": None}}, "mailbox": []},
-            f"the payment of '{'b' * SHOWN_ID_CHARS}' is not a final status",
+            f"the payment of '{'b' * SHOWN_ID_CHARS}…' is not a final status",
         ),
         (
             {"version": 1, "payments": {}, "mailbox": [MESSAGE, {**MESSAGE, "id": 2.0}]},

@@ -1,8 +1,7 @@
 """The sandbox's HTTP surface (Litestar) and its command, ``expert-booking-mcp payment-sandbox``.
 
 - ``GET /payments/{bookingId}``: the contract's payment answer (CONTRACT section 4); 404 for
-  an unknown booking (its ``bookingId`` repeats at most ``SHOWN_ID_CHARS`` characters of the
-  requested id, then ``…``).
+  an unknown booking (its ``bookingId`` repeats the requested id cut by ``ledger.shown_id``).
 - ``GET /pay/{bookingId}``: the payment page (booking, expert, time, amount, currency, status).
 - ``POST /pay/{bookingId}``: form field ``action`` = ``pay`` / ``fail`` / ``close``; 303 back.
   Only while the booking is held and its hold has not run out (the sandbox's clock): a pending
@@ -58,10 +57,10 @@ from expert_booking.sandbox import pages
 from expert_booking.sandbox.bookings import BookingReader
 from expert_booking.sandbox.ledger import (
     PENDING,
-    SHOWN_ID_CHARS,
     Ledger,
     LedgerError,
     PaymentAlreadyFinalError,
+    shown_id,
 )
 from expert_booking.version import DISTRIBUTION
 
@@ -200,8 +199,7 @@ async def payment_answer(booking_id: FromPath[str], state: State) -> Response[An
         booking = await anyio.to_thread.run_sync(sandbox.reader.find, booking_id)
         payment = sandbox.ledger.payment(booking_id)
     if booking is None:
-        shown = booking_id[:SHOWN_ID_CHARS] + ("…" if len(booking_id) > SHOWN_ID_CHARS else "")
-        body: dict[str, Any] = {"error": "payment not found", "bookingId": shown}
+        body: dict[str, Any] = {"error": "payment not found", "bookingId": shown_id(booking_id)}
         return Response(body, status_code=404, headers=sandbox.headers())
     answer = {
         "bookingId": booking.booking_id,

@@ -61,7 +61,7 @@ SCHEMA_RESOURCE: Final = "ledger.schema.json"
 """The JSON Schema (Draft 2020-12) of a version 1 ledger file, package data of this package."""
 SHOWN_ID_CHARS: Final = 80
 """How much of a booking id from outside (a request's path, a ledger's key) the sandbox repeats,
-in a ledger's refusal, the JSON not-found answer and the not-found page."""
+in a ledger's refusal, the JSON not-found answer and the not-found page (:func:`shown_id`)."""
 
 
 class LedgerError(RuntimeError):
@@ -244,6 +244,12 @@ def _fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
+def shown_id(booking_id: str) -> str:
+    """``booking_id`` cut to :data:`SHOWN_ID_CHARS` characters, then ``…``."""
+    cut = booking_id[:SHOWN_ID_CHARS]
+    return cut if cut == booking_id else f"{cut}…"
+
+
 def schema() -> dict[str, Any]:
     """The JSON Schema of a version 1 ledger file (:data:`SCHEMA_RESOURCE`), parsed."""
     resource = importlib.resources.files("expert_booking.sandbox") / SCHEMA_RESOURCE
@@ -259,7 +265,7 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     """What in a version 1 ledger's ``data`` is not of the documented shape, or ``None``.
 
     The schema's most relevant violation (``best_match``), said by where it is: a payment by
-    its booking id (cut to :data:`SHOWN_ID_CHARS`), a mailbox message by its position, anything
+    its booking id (:func:`shown_id`), a mailbox message by its position, anything
     else by its JSON pointer and the schema keyword it fails. Never a value from the file.
     """
     error = best_match(_SCHEMA.iter_errors(data))
@@ -275,7 +281,7 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
 def _where(error: ValidationError) -> str:
     path = list(error.absolute_path)
     if len(path) > 1 and path[0] == "payments":
-        shown = str(path[1])[:SHOWN_ID_CHARS]
+        shown = shown_id(str(path[1]))
         return f"the payment of {shown!r} is not a final status with its paidAt and changedAt"
     if len(path) > 1 and path[0] == "mailbox" and isinstance(path[1], int):
         return f"mailbox message {path[1] + 1} is not a message of the documented shape"

@@ -18,7 +18,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from expert_booking.sandbox.bookings import HELD, BookingView
-from expert_booking.sandbox.ledger import PENDING, SHOWN_ID_CHARS, Payment
+from expert_booking.sandbox.ledger import PENDING, Payment, shown_id
 
 LANGUAGES: Final = ("en", "zh", "de")
 DEFAULT_LANGUAGE: Final = "en"
@@ -227,7 +227,7 @@ def not_found_page(language: str, booking_id: str, db_path: str) -> str:
     """
     text = TEXT[language]
     message = text["not_found"].format(
-        booking=_printable(booking_id, SHOWN_ID_CHARS), db=_printable(db_path)
+        booking=_printable(shown_id(booking_id)), db=_printable(db_path)
     )
     return _page(
         language, text["payment"], f"<h1>{escape(text['payment'])}</h1><p>{escape(message)}</p>"
@@ -261,9 +261,8 @@ def _pay_url(booking_id: str) -> str:
     return escape(f"/pay/{quote(booking_id, safe='')}")
 
 
-def _printable(text: str, limit: int | None = None) -> str:
-    """``text`` cut to ``limit`` characters (then ``…``), Unicode category C* as U+FFFD."""
-    shown = "".join(
-        "\ufffd" if unicodedata.category(char).startswith("C") else char for char in text[:limit]
+def _printable(text: str) -> str:
+    """``text`` with its characters of Unicode category C* as U+FFFD."""
+    return "".join(
+        "\ufffd" if unicodedata.category(char).startswith("C") else char for char in text
     )
-    return f"{shown}…" if limit is not None and len(text) > limit else shown
