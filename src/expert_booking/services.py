@@ -6,7 +6,7 @@ slot-search cache true.
 
 Every use case reads the clock once per transaction, releases overdue holds inside the same
 transaction before it reads or writes, and commits idempotency records with the change they
-describe. A payment query runs between two transactions, never while holding the store lock.
+describe.
 
 Each transaction is one synchronous function handed to ``BookingStore.run``: the store runs
 it off the event loop in one piece (one thread hop, nothing interleaved), commits when it

@@ -75,8 +75,9 @@ class McpRequestGate:
        as the SDK requires, so the SDK never answers these in plain text.
     4. Body: over ``max_body_bytes`` (declared or streamed) gets 413.
     5. ``MCP-Protocol-Version``: missing (-32020) or anything but 2026-07-28 (-32022) gets 400.
-    6. JSON: unparseable gets 400 / -32700; nested deeper than ``MAX_JSON_DEPTH`` gets 400 /
-       -32600 (``data.code`` ``JSON_TOO_DEEP``). A non-object body goes on to the SDK (-32600).
+    6. JSON: unparseable gets 400 / -32700; nested deeper than ``MAX_JSON_DEPTH``
+       (``edge.message_checks``) gets 400 / -32600 (``data.code`` ``JSON_TOO_DEEP``). A
+       non-object body goes on to the SDK (-32600).
     7. ``AUTH_MODE=oauth`` only (``edge.bearer_gate``): a Bearer token the verifier accepts
        (401, or 400 for a repeated ``Authorization``) with the scope this request needs (403,
        ``insufficient_scope``), both with ``WWW-Authenticate``. Here, not first: the scope a

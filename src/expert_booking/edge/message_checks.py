@@ -24,7 +24,8 @@ MAX_JSON_DEPTH: Final = 64
 
 _UNPARSEABLE: Final = object()
 _TOO_DEEP: Final = object()
-SUPPORTED_VERSIONS = [SUPPORTED_PROTOCOL_VERSION]
+SUPPORTED_VERSIONS: Final = (SUPPORTED_PROTOCOL_VERSION,)
+"""The ``supported`` list of a version refusal's ``data``."""
 SEND_VERSION = (
     f"Send MCP-Protocol-Version: {SUPPORTED_PROTOCOL_VERSION}; "
     f"this server supports only {SUPPORTED_PROTOCOL_VERSION}"
@@ -120,11 +121,13 @@ def _deeper_than(body: bytes, decoded: Any, limit: int) -> bool:
 
 
 def rpc_method(decoded: Any) -> str | None:
+    """The JSON-RPC ``method`` of a parsed body, if it has a string one."""
     method = decoded.get("method") if isinstance(decoded, dict) else None
     return method if isinstance(method, str) else None
 
 
 def request_id_of(decoded: Any) -> Any:
+    """The JSON-RPC ``id`` of a parsed body if it is a string or an integer, else ``None``."""
     if isinstance(decoded, dict):
         request_id = decoded.get("id")
         if isinstance(request_id, str) or (
