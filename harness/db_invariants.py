@@ -26,16 +26,20 @@ The invariants (CONTRACT sections 3-4, the state machine of NOTES.md):
   ``CANCELLED``; a refund is due exactly for a paid booking that is ``CANCELLED`` or ``EXPIRED``;
 - every stored instant is the canonical RFC 3339 UTC text, and they are in order:
   ``heldAt < expiresAt``, ``startsAt < endsAt``, ``heldAt`` no later than ``confirmedAt``
-  and ``cancelledAt``, and ``expiresAt <= startsAt`` until a booking is rescheduled;
+  and ``cancelledAt``, ``expiresAt <= startsAt`` until a booking is rescheduled, and
+  ``confirmedAt``, each reschedule's ``changedAt`` and ``cancelledAt`` never going back;
 - every booking refers to an existing slot.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import sqlite3
 import sys
 from collections.abc import Mapping
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 
 from expert_booking.domain.model import format_instant, parse_instant
@@ -255,6 +259,7 @@ def _instants_are_canonical_and_ordered(db: sqlite3.Connection) -> list[str]:
                 problems.append(f"{column} {text!r} is not canonical UTC text")
         order = [("held_at", "expires_at"), ("starts_at", "ends_at")]
         order += [("held_at", "confirmed_at"), ("held_at", "cancelled_at")]
+        order += [("confirmed_at", "cancelled_at")]
         if row["history_json"] == "[]":
             order.append(("expires_at", "starts_at"))
         for early, late in order:
@@ -263,9 +268,27 @@ def _instants_are_canonical_and_ordered(db: sqlite3.Connection) -> list[str]:
                 before, after = instants[early], instants[late]
                 if after < before or (strict and after == before):
                     problems.append(f"{early} {row[early]} is not before {late} {row[late]}")
+        problems += _changes_in_order(row, instants)
         if problems:
             violations.append(f"booking {row['booking_id']}: " + "; ".join(problems))
     return violations
+
+
+def _changes_in_order(row: sqlite3.Row, instants: Mapping[str, datetime]) -> list[str]:
+    """Reschedules (``history``) come after the confirmation, in order, before a cancellation."""
+    try:
+        changes = [parse_instant(entry["changed_at"]) for entry in json.loads(row["history_json"])]
+    except (ValueError, TypeError, KeyError) as exc:
+        return [f"history is not a list of changes with changed_at ({exc})"]
+    steps = [("confirmed_at", instants.get("confirmed_at"))]
+    steps += [(f"history[{index}].changed_at", at) for index, at in enumerate(changes)]
+    steps += [("cancelled_at", instants.get("cancelled_at"))] if changes else []
+    known = [(name, at) for name, at in steps if at is not None]
+    return [
+        f"{early} {format_instant(before)} is after {late} {format_instant(after)}"
+        for (early, before), (late, after) in itertools.pairwise(known)
+        if after < before
+    ]
 
 
 def _bookings_have_slots(db: sqlite3.Connection) -> list[str]:

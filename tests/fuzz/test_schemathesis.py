@@ -203,24 +203,30 @@ def test_negative_requests_never_break_the_server(wire: Wire) -> None:
     assert wire.counts["schemathesis-negative"] - before >= MIN_SENT["schemathesis-negative"]
 
 
+def _unguarded_db(db: Path) -> sqlite3.Connection:
+    """A migrated database without its unique index, with expert e1 and slots s1, s2."""
+    migrations = importlib.resources.files("expert_booking.adapters") / "migrations"
+    connection = sqlite3.connect(db)
+    for script in sorted(migrations.iterdir(), key=lambda item: item.name):
+        if script.name.endswith(".sql"):
+            connection.executescript(script.read_text(encoding="utf-8"))
+    connection.executescript(
+        """
+        DROP INDEX one_active_booking_per_slot;
+        INSERT INTO experts VALUES ('e1', 'E', 'AI', '');
+        INSERT INTO slots VALUES ('s1', 'e1', '2030-01-01T00:00:00.000Z',
+                                  '2030-01-01T01:00:00.000Z', '500.00', 'CNY');
+        INSERT INTO slots VALUES ('s2', 'e1', '2030-01-02T00:00:00.000Z',
+                                  '2030-01-02T01:00:00.000Z', '500.00', 'CNY');
+        """
+    )
+    return connection
+
+
 def test_invariant_checker_reports_every_kind_of_violation(tmp_path: Path) -> None:
     """check_invariants is not vacuous: each invariant it guards is reported when broken."""
     db = tmp_path / "broken.db"
-    migrations = importlib.resources.files("expert_booking.adapters") / "migrations"
-    with closing(sqlite3.connect(db)) as connection:
-        for script in sorted(migrations.iterdir(), key=lambda item: item.name):
-            if script.name.endswith(".sql"):
-                connection.executescript(script.read_text(encoding="utf-8"))
-        connection.executescript(
-            """
-            DROP INDEX one_active_booking_per_slot;
-            INSERT INTO experts VALUES ('e1', 'E', 'AI', '');
-            INSERT INTO slots VALUES ('s1', 'e1', '2030-01-01T00:00:00.000Z',
-                                      '2030-01-01T01:00:00.000Z', '500.00', 'CNY');
-            INSERT INTO slots VALUES ('s2', 'e1', '2030-01-02T00:00:00.000Z',
-                                      '2030-01-02T01:00:00.000Z', '500.00', 'CNY');
-            """
-        )
+    with closing(_unguarded_db(db)) as connection:
         row = (
             "INSERT INTO bookings (booking_id, slot_id, expert_id, starts_at, ends_at, "
             "customer_json, status, version, held_at, expires_at, confirmed_at, "
@@ -287,6 +293,48 @@ def test_invariant_checker_reports_every_kind_of_violation(tmp_path: Path) -> No
             "'2030-01-01T04:35:00.000+05:30' is not canonical UTC text"
         ),
         "booking b4: unknown slot nowhere",
+    ]
+
+
+def test_invariant_checker_orders_confirmation_reschedules_and_cancellation(
+    tmp_path: Path,
+) -> None:
+    """A change recorded before the state it left (a wall clock stepped back) is reported."""
+    db = tmp_path / "reordered.db"
+    change = '{{"slot_id": "s1", "expert_id": "e1", "starts_at": "2030-01-01T00:00:00.000Z", '
+    change += '"ends_at": "2030-01-01T01:00:00.000Z", "changed_at": "{}"}}'
+    held, confirmed = "2029-12-31T20:00:00.000Z", "2029-12-31T21:00:00.000Z"
+    early, late = "2029-12-31T20:30:00.000Z", "2029-12-31T22:00:00.000Z"
+    with closing(_unguarded_db(db)) as connection:
+        connection.executemany(
+            "INSERT INTO bookings (booking_id, slot_id, expert_id, starts_at, ends_at, "
+            "customer_json, status, version, held_at, expires_at, confirmed_at, "
+            "payment_page_url, payment_status, payment_amount, payment_currency, paid_at, "
+            "refund_due, cancelled_at, history_json) VALUES (?, 's2', 'e1', "
+            "'2030-01-02T00:00:00.000Z', '2030-01-02T01:00:00.000Z', '{}', 'CANCELLED', ?, "
+            "?, '2029-12-31T20:05:00.000Z', ?, 'u', 'PAID', '500.00', 'CNY', ?, 1, ?, ?)",
+            [
+                ("c1", 3, held, confirmed, confirmed, early, "[]"),
+                ("c2", 4, held, confirmed, confirmed, late, f"[{change.format(early)}]"),
+                ("c3", 5, held, confirmed, confirmed, early, f"[{change.format(late)}]"),
+                ("c4", 4, held, confirmed, confirmed, late, f"[{change.format(late)}]"),
+            ],
+        )
+        connection.commit()
+    assert check_invariants(db) == [
+        (
+            "booking c1: confirmed_at 2029-12-31T21:00:00.000Z is not before cancelled_at "
+            "2029-12-31T20:30:00.000Z"
+        ),
+        (
+            "booking c2: confirmed_at 2029-12-31T21:00:00.000Z is after history[0].changed_at "
+            "2029-12-31T20:30:00.000Z"
+        ),
+        (
+            "booking c3: confirmed_at 2029-12-31T21:00:00.000Z is not before cancelled_at "
+            "2029-12-31T20:30:00.000Z; history[0].changed_at 2029-12-31T22:00:00.000Z is after "
+            "cancelled_at 2029-12-31T20:30:00.000Z"
+        ),
     ]
 
 

@@ -40,6 +40,7 @@ from expert_booking.services import (
     ListBookings,
     SearchSlots,
 )
+from harness.db_invariants import check_invariants
 from tests.fakes import (
     ALL,
     CONTEXT,
@@ -774,3 +775,50 @@ async def test_a_reschedule_refused_on_a_slot_another_server_took_drops_the_sear
     page = await service.search_available_slots(query, CONTEXT)
     assert not page.cache_hit
     assert "slot-ai-002" not in [slot.slot_id for slot in page.slots]
+
+
+# --- a wall clock stepped back ------------------------------------------------------------------
+
+
+async def test_a_clock_stepped_back_never_records_a_change_before_the_state_it_leaves(
+    store: BookingStore,
+    service: BookingService,
+    payments: FakePayments,
+    clock: MutableClock,
+    tmp_path: Path,
+) -> None:
+    """NTP or a restored VM can move the wall clock back: each change is recorded at the later
+    of the clock and the booking's last change, so the order a caller checks still holds.
+
+    Judgements keep the clock as it is (each approval below is dated 3 s before the state it
+    approves, within the 5 s skew); only the recorded instants are held back.
+    """
+    unpaid = await _hold(service)
+    payments.script(unpaid.booking_id, answer(unpaid, "PENDING"))
+    clock.advance(-3600)
+    cancelled = await service.cancel_booking(_cancel(unpaid), CONTEXT)
+    assert cancelled.cancelled_at == unpaid.held_at  # an hour before the hold, unclamped
+
+    held = await _hold(service, "slot-ai-002")
+    clock.set(held.held_at - timedelta(seconds=3))  # each step below: 3 s before the hold
+    payments.script(held.booking_id, answer(held, "PAID", paid_at=held.held_at))
+    confirm = ConfirmBooking(held.booking_id, held.version, _key(), approval(held, clock.now()))
+    confirmed = await service.confirm_booking(confirm, CONTEXT)
+    assert confirmed.confirmed_at == held.held_at
+
+    clock.set(held.held_at - timedelta(seconds=3))
+    target = await store.run(lambda tx: tx.lookup_slot(unpaid.slot_id))  # free again
+    assert target is not None
+    approve = _action_approval(reschedule_intent(confirmed, target.slot), clock)
+    move = _reschedule(confirmed, unpaid.slot_id, approve)
+    moved = await service.reschedule_booking(move, CONTEXT)
+    assert [change.changed_at for change in moved.history] == [held.held_at]
+
+    clock.set(held.held_at - timedelta(seconds=3))
+    approve = _action_approval(cancel_intent(moved), clock)
+    ended = await service.cancel_booking(_cancel(moved, approve), CONTEXT)
+    assert ended.cancelled_at == held.held_at
+
+    database = tmp_path / "booking.db"  # the SQLite engine's file; the memory fake has none
+    if database.exists():
+        assert check_invariants(database) == []

@@ -64,7 +64,7 @@ def changeable(
 
 
 def cancelled(booking: Booking, *, now: datetime, answer: PaymentAnswer | None) -> Booking:
-    """The booking CANCELLED at ``now`` (version + 1); its slot is free again.
+    """The booking CANCELLED at ``now`` (``Booking.change_time``; version + 1); its slot is free.
 
     ``answer`` is the payment answer a hold's cancellation read (already checked to match):
     a final status (PAID, FAILED, CLOSED) is recorded on the payment; ``None`` (a confirmed
@@ -84,7 +84,7 @@ def cancelled(booking: Booking, *, now: datetime, answer: PaymentAnswer | None) 
         booking,
         status=BookingStatus.CANCELLED,
         version=booking.version + 1,
-        cancelled_at=now,
+        cancelled_at=booking.change_time(now),
         payment=payment,
         refund_due=booking.refund_due or is_paid(booking, answer),
     )
@@ -127,13 +127,16 @@ def reschedule_refusal(
 
 
 def rescheduled(booking: Booking, target: Slot, *, now: datetime) -> Booking:
-    """The booking moved to ``target`` at ``now`` (version + 1), the old slot kept in history."""
+    """The booking moved to ``target`` at ``now`` (``Booking.change_time``; version + 1).
+
+    The old slot is kept in ``history``.
+    """
     previous = SlotChange(
         slot_id=booking.slot_id,
         expert_id=booking.expert_id,
         starts_at=booking.starts_at,
         ends_at=booking.ends_at,
-        changed_at=now,
+        changed_at=booking.change_time(now),
     )
     return replace(
         booking,

@@ -334,6 +334,14 @@ class Booking:
             times.append(self.history[-1].changed_at)
         return max(times)
 
+    def change_time(self, now: datetime) -> datetime:
+        """The instant a change judged at ``now`` records: ``now``, never before the last change.
+
+        A wall clock stepped back (NTP, a restored VM) must not record a confirmation, a
+        cancellation or a reschedule before the state it leaves: callers check that order.
+        """
+        return max(now, self.last_changed_at)
+
     @property
     def confirmation_intent(self) -> ConfirmationIntent | None:
         """Issued only while HELD with payment PENDING; ``None`` once anything is final."""

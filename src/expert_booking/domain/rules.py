@@ -155,7 +155,7 @@ def apply_payment(
         booking,
         status=final,
         version=booking.version + 1,
-        confirmed_at=now if final is BookingStatus.CONFIRMED else None,
+        confirmed_at=booking.change_time(now) if final is BookingStatus.CONFIRMED else None,
         payment=Payment(
             query_id=booking.payment.query_id,
             status=status,
