@@ -19,55 +19,85 @@ class BadBaseError(Exception):
     """The revision given with --base does not name a commit."""
 
 
-def _git(*args: str) -> subprocess.CompletedProcess[str]:
+def _git(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     git = shutil.which("git")
     if git is None:
         raise NoBaseError("git is not installed")
     return subprocess.run(
-        [git, *args], cwd=ROOT, capture_output=True, text=True, check=False, encoding="utf-8"
+        [git, *args], cwd=cwd, capture_output=True, text=True, check=False, encoding="utf-8"
     )
 
 
-def _commit(rev: str) -> str | None:
-    result = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+def _commit(rev: str, cwd: Path) -> str | None:
+    result = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=cwd)
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def find_base(explicit: str | None) -> str:
+def _shallow(cwd: Path) -> bool:
+    return _git("rev-parse", "--is-shallow-repository", cwd=cwd).stdout.strip() == "true"
+
+
+def find_base(explicit: str | None, *, cwd: Path = ROOT) -> str:
     """The commit to compare with: merge base of HEAD and --base, else origin/main, else HEAD~1.
 
     On a clean clone of main, ``origin/main`` is ``HEAD`` itself; then ``HEAD~1`` is used.
+    ``cwd`` is any directory inside the work tree.
 
     Raises:
-        NoBaseError: no git, no commits, or no earlier commit to compare with.
+        NoBaseError: no git, no commits, or no earlier commit to compare with (the message
+            says when the clone is shallow and how to deepen it).
         BadBaseError: ``explicit`` is not a commit.
     """
-    if _git("rev-parse", "--is-inside-work-tree").returncode != 0:
+    if _git("rev-parse", "--is-inside-work-tree", cwd=cwd).returncode != 0:
         raise NoBaseError("not a git work tree")
-    if _commit("HEAD") is None:
+    head = _commit("HEAD", cwd)
+    if head is None:
         raise NoBaseError("the repository has no commits yet")
+    origin = _commit("origin/main", cwd)
     if explicit is not None:
-        if _commit(explicit) is None:
+        if _commit(explicit, cwd) is None:
             raise BadBaseError(f"--base {explicit!r} is not a commit")
         rev = explicit
-    elif _commit("origin/main") not in (None, _commit("HEAD")):
+    elif origin not in (None, head):
         rev = "origin/main"
-    elif _commit("HEAD~1") is not None:  # a clone of main itself: check the newest commit
+    elif _commit("HEAD~1", cwd) is not None:  # a clone of main itself: check the newest commit
         rev = "HEAD~1"
     else:
-        raise NoBaseError("HEAD is the first commit and origin/main does not exist")
-    result = _git("merge-base", "HEAD", rev)
+        state = "does not exist" if origin is None else "is HEAD itself"
+        if _shallow(cwd):
+            raise NoBaseError(
+                f"shallow clone without the commit before HEAD (origin/main {state}); "
+                "fetch it with `git fetch --deepen=1`, or name a base with --base REV"
+            )
+        raise NoBaseError(f"HEAD is the first commit and origin/main {state}")
+    result = _git("merge-base", "HEAD", rev, cwd=cwd)
     if result.returncode != 0:
+        if _shallow(cwd):
+            raise NoBaseError(
+                f"HEAD and {rev} have no common ancestor in this shallow clone; deepen it "
+                "(`git fetch --deepen=N` or `git fetch --unshallow`), or name a base with --base"
+            )
         raise NoBaseError(f"HEAD and {rev} have no common ancestor")
     return result.stdout.strip()
 
 
 def base_document(base: str, path: Path) -> dict[str, Any] | None:
     """The schema as committed at ``base``; None when the file did not exist there."""
-    top = _git("rev-parse", "--show-toplevel")
-    relative = path.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    result = _git("show", f"{base}:{relative}")
+    # ``<rev>:./<path>`` names the path relative to the working directory.
+    result = _git("show", f"{base}:./{path.name}", cwd=path.parent)
     if result.returncode != 0:
         return None
     loaded = json.loads(result.stdout)
     return loaded if isinstance(loaded, dict) else None
+
+
+def base_file_names(base: str, folder: Path, suffix: str) -> list[str]:
+    """Names of the files ending in ``suffix`` directly in ``folder`` as committed at ``base``.
+
+    Empty when the folder did not exist there.
+    """
+    # --full-tree: inside a subdirectory, ls-tree would otherwise filter by that path again.
+    result = _git("ls-tree", "-z", "--full-tree", "--name-only", f"{base}:./", cwd=folder)
+    if result.returncode != 0:
+        return []
+    return sorted(name for name in result.stdout.split("\0") if name.endswith(suffix))

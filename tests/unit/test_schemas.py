@@ -20,8 +20,8 @@ from expert_booking.edge.error_texts import ERROR_TEXTS
 from expert_booking.edge.observability import CacheStatus
 from expert_booking.edge.tool_registry import LOGICAL_TOOLS
 from expert_booking.settings import SETTING_NAMES, Settings
-from harness.contract import drift, input_stems, major_version, schema_files, walk
-from harness.schema_breaking import breaking_changes
+from harness.contract import document_directions, drift, major_version, walk
+from harness.schema_breaking import Direction, breaking_changes
 from tests.listed_errors import listed_errors
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -636,7 +636,8 @@ def test_identical_schemas_have_no_breaking_change():
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED_DOCUMENTS))
 def test_committed_schema_compared_with_itself_has_no_breaking_change(stem):
-    assert breaking_changes(DOCUMENTS[stem], copy.deepcopy(DOCUMENTS[stem])) == []
+    both = Direction.RECEIVED | Direction.SENT
+    assert breaking_changes(DOCUMENTS[stem], copy.deepcopy(DOCUMENTS[stem]), direction=both) == []
 
 
 def test_adding_an_optional_property_is_not_breaking():
@@ -674,19 +675,44 @@ def test_a_new_required_property_of_a_result_breaks_no_caller():
     new["properties"]["note"] = {"type": "string"}
     new["$defs"]["thing"]["required"] = ["size"]
 
-    assert breaking_changes(_BASE, new, result=True) == []
+    assert breaking_changes(_BASE, new, direction=Direction.SENT) == []
 
 
 def test_a_result_property_that_existed_and_becomes_required_is_still_judged():
     new = _changed("/required", ["slotId", "status"])
-    assert breaking_changes(_BASE, new, result=True) == ["/: property 'status' is newly required"]
+    assert breaking_changes(_BASE, new, direction=Direction.SENT) == [
+        "/: property 'status' is newly required"
+    ]
 
 
-def test_documents_a_caller_sends_are_the_inputs_and_what_they_embed():
-    stems = input_stems(schema_files())
+_RECEIVED, _SENT = Direction.RECEIVED, Direction.SENT
 
-    assert {"booking_confirm_booking_input", "human_approval"} <= stems
-    assert not {"booking_snapshot", "tool_catalog_search_result", "error"} & stems
+
+def test_every_schema_file_is_classified_by_who_reads_it():
+    """Received: the inputs, the payment service's answer, what they embed; sent: the rest."""
+    assert document_directions(DOCUMENTS) == {
+        "booking_cancel_booking_input": _RECEIVED,
+        "booking_confirm_booking_input": _RECEIVED,
+        "booking_get_booking_input": _RECEIVED,
+        "booking_hold_slot_input": _RECEIVED,
+        "booking_list_bookings_input": _RECEIVED,
+        "booking_reschedule_booking_input": _RECEIVED,
+        "booking_search_available_slots_input": _RECEIVED,
+        "tool_catalog_call_input": _RECEIVED,
+        "tool_catalog_read_input": _RECEIVED,
+        "tool_catalog_search_input": _RECEIVED,
+        "payment_answer": _RECEIVED,
+        "human_approval": _RECEIVED | _SENT,
+        "booking_list_result": _SENT,
+        "booking_snapshot": _SENT,
+        "confirmation_intent": _SENT,
+        "envelope": _SENT,
+        "error": _SENT,
+        "slot": _SENT,
+        "slot_search_result": _SENT,
+        "tool_catalog_read_result": _SENT,
+        "tool_catalog_search_result": _SENT,
+    }
 
 
 def test_narrowed_enum_is_breaking():
