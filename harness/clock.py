@@ -4,12 +4,14 @@ The test process moves a child server's time forward without sleeping: it calls
 ``write_offset(path, seconds)``, and the server's next ``now()`` sees the new offset. The file is
 replaced atomically (write to a sibling, then ``os.replace``), so a reader never sees a half-written
 value, and the clock re-reads it only when the file's identity (inode, mtime, size) changed: one
-``os.stat`` per call, no read on the hot path.
+``os.stat`` per call, no read on the hot path. From a shell (a host builder driving
+``harness.serve_controlled``): ``python -m harness.clock FILE SECONDS``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,3 +63,24 @@ class OffsetFileClock:
         if identity != self._identity:
             self._offset = timedelta(seconds=read_offset(self._path))
             self._identity = identity
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.clock FILE SECONDS``: set the offset; prints the clock it gives."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        path, seconds = Path(args[0]), float(args[1])
+    except (IndexError, ValueError):
+        print(
+            "usage: python -m harness.clock OFFSET_FILE SECONDS (may be negative)", file=sys.stderr
+        )
+        return 2
+    write_offset(path, seconds)
+    print(
+        f"offset {seconds:+g} s: the server's clock reads {OffsetFileClock(path).now().isoformat()}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
