@@ -27,7 +27,8 @@ The invariants (CONTRACT sections 3-4, the state machine of NOTES.md):
 - every stored instant is the canonical RFC 3339 UTC text, and they are in order:
   ``heldAt < expiresAt``, ``startsAt < endsAt``, ``heldAt`` no later than ``confirmedAt``
   and ``cancelledAt``, ``expiresAt <= startsAt`` until a booking is rescheduled, and
-  ``confirmedAt``, each reschedule's ``changedAt`` and ``cancelledAt`` never going back;
+  ``confirmedAt``, each reschedule's ``changedAt`` and ``cancelledAt`` never going back, and
+  each change (a reschedule, a cancellation) before the start of the slots it concerns;
 - every booking refers to an existing slot.
 """
 
@@ -257,13 +258,12 @@ def _instants_are_canonical_and_ordered(db: sqlite3.Connection) -> list[str]:
                 continue
             if format_instant(instants[column]) != text:
                 problems.append(f"{column} {text!r} is not canonical UTC text")
-        order = [("held_at", "expires_at"), ("starts_at", "ends_at")]
-        order += [("held_at", "confirmed_at"), ("held_at", "cancelled_at")]
-        order += [("confirmed_at", "cancelled_at")]
+        order = [("held_at", "expires_at", True), ("starts_at", "ends_at", True)]
+        order += [("held_at", "confirmed_at", False), ("held_at", "cancelled_at", False)]
+        order += [("confirmed_at", "cancelled_at", False), ("cancelled_at", "starts_at", True)]
         if row["history_json"] == "[]":
-            order.append(("expires_at", "starts_at"))
-        for early, late in order:
-            strict = late in ("expires_at", "ends_at")
+            order.append(("expires_at", "starts_at", False))
+        for early, late, strict in order:
             if early in instants and late in instants:
                 before, after = instants[early], instants[late]
                 if after < before or (strict and after == before):
@@ -275,20 +275,32 @@ def _instants_are_canonical_and_ordered(db: sqlite3.Connection) -> list[str]:
 
 
 def _changes_in_order(row: sqlite3.Row, instants: Mapping[str, datetime]) -> list[str]:
-    """Reschedules (``history``) come after the confirmation, in order, before a cancellation."""
+    """Reschedules (``history``) come after the confirmation, in order, before a cancellation,
+    each before the start of the slot it left and of the slot it moved to."""
     try:
-        changes = [parse_instant(entry["changed_at"]) for entry in json.loads(row["history_json"])]
+        entries = json.loads(row["history_json"])
+        changes = [parse_instant(entry["changed_at"]) for entry in entries]
+        left = [parse_instant(entry["starts_at"]) for entry in entries]
     except (ValueError, TypeError, KeyError) as exc:
-        return [f"history is not a list of changes with changed_at ({exc})"]
+        return [f"history is not a list of changes with changed_at and starts_at ({exc})"]
     steps = [("confirmed_at", instants.get("confirmed_at"))]
     steps += [(f"history[{index}].changed_at", at) for index, at in enumerate(changes)]
     steps += [("cancelled_at", instants.get("cancelled_at"))] if changes else []
     known = [(name, at) for name, at in steps if at is not None]
-    return [
+    problems = [
         f"{early} {format_instant(before)} is after {late} {format_instant(after)}"
         for (early, before), (late, after) in itertools.pairwise(known)
         if after < before
     ]
+    starts = [*left, instants.get("starts_at")]  # the slot moved to: the next one left, or now
+    for index, changed in enumerate(changes):
+        begun = [start for start in starts[index : index + 2] if start is not None]
+        if any(start <= changed for start in begun):
+            problems.append(
+                f"history[{index}].changed_at {format_instant(changed)} is not before the start "
+                "of the slot it left or moved to"
+            )
+    return problems
 
 
 def _bookings_have_slots(db: sqlite3.Connection) -> list[str]:

@@ -299,12 +299,13 @@ def test_invariant_checker_reports_every_kind_of_violation(tmp_path: Path) -> No
 def test_invariant_checker_orders_confirmation_reschedules_and_cancellation(
     tmp_path: Path,
 ) -> None:
-    """A change recorded before the state it left (a wall clock stepped back) is reported."""
+    """A change recorded before the state it left, or after a start, is reported."""
     db = tmp_path / "reordered.db"
     change = '{{"slot_id": "s1", "expert_id": "e1", "starts_at": "2030-01-01T00:00:00.000Z", '
     change += '"ends_at": "2030-01-01T01:00:00.000Z", "changed_at": "{}"}}'
     held, confirmed = "2029-12-31T20:00:00.000Z", "2029-12-31T21:00:00.000Z"
     early, late = "2029-12-31T20:30:00.000Z", "2029-12-31T22:00:00.000Z"
+    moved_late = f"[{change.format('2030-01-01T00:30:00.000Z')}]"
     with closing(_unguarded_db(db)) as connection:
         connection.executemany(
             "INSERT INTO bookings (booking_id, slot_id, expert_id, starts_at, ends_at, "
@@ -318,6 +319,9 @@ def test_invariant_checker_orders_confirmation_reschedules_and_cancellation(
                 ("c2", 4, held, confirmed, confirmed, late, f"[{change.format(early)}]"),
                 ("c3", 5, held, confirmed, confirmed, early, f"[{change.format(late)}]"),
                 ("c4", 4, held, confirmed, confirmed, late, f"[{change.format(late)}]"),
+                # after the start: of the booking (2030-01-02), of the slot a reschedule left
+                ("c5", 3, held, confirmed, confirmed, "2030-01-02T00:00:00.000Z", "[]"),
+                ("c6", 4, held, confirmed, confirmed, "2030-01-01T01:00:00.000Z", moved_late),
             ],
         )
         connection.commit()
@@ -334,6 +338,14 @@ def test_invariant_checker_orders_confirmation_reschedules_and_cancellation(
             "booking c3: confirmed_at 2029-12-31T21:00:00.000Z is not before cancelled_at "
             "2029-12-31T20:30:00.000Z; history[0].changed_at 2029-12-31T22:00:00.000Z is after "
             "cancelled_at 2029-12-31T20:30:00.000Z"
+        ),
+        (
+            "booking c5: cancelled_at 2030-01-02T00:00:00.000Z is not before starts_at "
+            "2030-01-02T00:00:00.000Z"
+        ),
+        (
+            "booking c6: history[0].changed_at 2030-01-01T00:30:00.000Z is not before the start "
+            "of the slot it left or moved to"
         ),
     ]
 

@@ -20,7 +20,7 @@ import pytest
 
 from expert_booking.cancellation import CancelBooking
 from expert_booking.confirmation import ConfirmBooking
-from expert_booking.domain.errors import BookingError, PaymentUnavailableError
+from expert_booking.domain.errors import SLOT_STARTED, BookingError, PaymentUnavailableError
 from expert_booking.domain.intents import ActionIntent, cancel_intent, reschedule_intent
 from expert_booking.domain.model import (
     Booking,
@@ -45,6 +45,7 @@ from tests.fakes import (
     ALL,
     CONTEXT,
     POLICY,
+    WIDER_CATALOG,
     FakePayments,
     MutableClock,
     PaymentCall,
@@ -822,3 +823,27 @@ async def test_a_clock_stepped_back_never_records_a_change_before_the_state_it_l
     database = tmp_path / "booking.db"  # the SQLite engine's file; the memory fake has none
     if database.exists():
         assert check_invariants(database) == []
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+async def test_a_clock_stepped_back_cannot_move_a_booking_into_a_slot_begun_by_its_last_change(
+    engine: str, payments: FakePayments, clock: MutableClock, tmp_path: Path
+) -> None:
+    """The move would be recorded at the booking's last change, after the target's start: the
+    target counts as started then, though the stepped-back clock reads before it."""
+    async with ENGINES[engine](tmp_path, WIDER_CATALOG) as store:
+        service = BookingService(store=store, payments=payments, clock=clock, policy=POLICY)
+        clock.set(datetime(2030, 9, 2, 0, 59, 50, tzinfo=UTC))
+        held = await _hold(service)  # slot-ai-001, at 02:00
+        clock.set(datetime(2030, 9, 2, 1, 0, 2, tzinfo=UTC))
+        payments.script(held.booking_id, answer(held, "PAID", paid_at=clock.now()))
+        confirm = ConfirmBooking(held.booking_id, 1, _key(), approval(held, clock.now()))
+        confirmed = await service.confirm_booking(confirm, CONTEXT)
+        clock.set(datetime(2030, 9, 2, 0, 59, 58, tzinfo=UTC))  # 4 s back: approvals still fit
+        target = await store.run(lambda tx: tx.lookup_slot("slot-ai-b04"))  # starts at 01:00
+        assert target is not None
+        approve = _action_approval(reschedule_intent(confirmed, target.slot), clock)
+        move = _reschedule(confirmed, "slot-ai-b04", approve)
+        refused = await _refusal(service.reschedule_booking(move, CONTEXT))
+        assert (refused.code, refused.message) == ("SLOT_UNAVAILABLE", SLOT_STARTED)
+        assert (await _get(service, confirmed)).slot_id == "slot-ai-001"

@@ -39,7 +39,9 @@ def changeable(
 
     Once its appointment has begun a booking is what happened: cancelling it would owe a
     refund for a session given, moving it a second session for one payment (a hold never
-    lives that long: it expires at the slot's start).
+    lives that long: it expires at the slot's start). ``now`` alone decides: a booking's last
+    change is always before its start (see ``reschedule_refusal``), so ``Booking.change_time``
+    would judge the same.
     """
     if booking.status not in allowed:
         return InvalidStateError(
@@ -103,13 +105,14 @@ def reschedule_refusal(
     """Why ``booking`` cannot move to slot ``slot_id`` (``target``, ``None`` if no such slot).
 
     ``free`` says whether no active booking has the target now; a taken slot is refused here,
-    before a person is asked to approve the move (the store still secures it on the move).
+    before a person is asked to approve the move (the store still secures it on the move). A
+    target begun by the instant the move would record (``Booking.change_time``) has started.
     """
     if target is None:
         return SlotNotFoundError(slot_id=slot_id)
     if target.slot_id == booking.slot_id:
         return SlotUnavailableError("The booking already has this slot.", slot_id=slot_id)
-    if target.starts_at <= now:
+    if target.starts_at <= booking.change_time(now):
         return SlotUnavailableError(SLOT_STARTED, slot_id=slot_id)
     price = booking.payment.price
     if (target.price.amount, target.price.currency) != (price.amount, price.currency):
