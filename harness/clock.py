@@ -10,11 +10,15 @@ value, and the clock re-reads it only when the file's identity (inode, mtime, si
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+MAX_OFFSET_SECONDS = 10 * 366 * 86_400
+"""The command's bound: ten years either way, far inside what a ``datetime`` can add."""
 
 
 def write_offset(path: Path, seconds: float) -> None:
@@ -71,14 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path, seconds = Path(args[0]), float(args[1])
     except (IndexError, ValueError):
+        path, seconds = Path(), math.nan
+    if not abs(seconds) <= MAX_OFFSET_SECONDS:  # NaN too: every now() of a server would fail
         print(
-            "usage: python -m harness.clock OFFSET_FILE SECONDS (may be negative)", file=sys.stderr
+            "usage: python -m harness.clock OFFSET_FILE SECONDS "
+            f"(a number of seconds within ±{MAX_OFFSET_SECONDS:,}, may be negative)",
+            file=sys.stderr,
         )
         return 2
     write_offset(path, seconds)
-    print(
-        f"offset {seconds:+g} s: the server's clock reads {OffsetFileClock(path).now().isoformat()}"
-    )
+    now = OffsetFileClock(path).now()
+    print(f"offset {seconds:+g} s: the server's clock reads {now.isoformat()}")
     return 0
 
 

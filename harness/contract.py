@@ -85,8 +85,9 @@ select = ["E4", "E7", "E9", "F", "I"]
 GENERATED_EXTRA_FILES = {"py.typed": ""}
 
 # The documents the server receives besides the tool inputs (``*_input``): the payment service's
-# answer to a payment query. Every other document is one the server sends.
-RECEIVED_DOCUMENTS = frozenset({"payment_answer"})
+# answer to a payment query, and the human approval a host builds (never sent back). Every other
+# document is one the server sends.
+RECEIVED_DOCUMENTS = frozenset({"payment_answer", "human_approval"})
 
 # Documents deleted on purpose (file stems): their removal is a note instead of a failure. Every
 # caller of a removed document breaks; list one only when they have all been told (a line under
@@ -288,8 +289,7 @@ def document_directions(documents: Mapping[str, dict[str, Any]]) -> dict[str, Di
 
     ``RECEIVED``: the ``*_input`` documents, ``RECEIVED_DOCUMENTS`` and every document one of
     them embeds under ``$defs``. ``SENT``: every other document and every document one of those
-    embeds. A document in both sets (``human_approval``: a document of its own, embedded in the
-    confirm input) gets both.
+    embeds. A document in both sets gets both.
     """
     own = {
         stem: Direction.RECEIVED

@@ -260,9 +260,11 @@ def _branch_changes(
     if keyword not in old:
         return [f"{where}: {keyword} added"]
     unmatched_old, unmatched_new = _unmatched(old[keyword], new[keyword])
+    # A oneOf branch that accepts more can make a value match two, which oneOf rejects.
+    judged = direction | Direction.SENT if keyword == "oneOf" else direction
     found: list[str] = []
     for before, (index, after) in zip(unmatched_old, unmatched_new, strict=False):
-        found.extend(_compare(before, after, f"{at}/{keyword}/{index}", direction))
+        found.extend(_compare(before, after, f"{at}/{keyword}/{index}", judged))
     difference = len(unmatched_new) - len(unmatched_old)
     if difference < 0:
         found.append(f"{where}: {keyword} lost {-difference} branch(es)")

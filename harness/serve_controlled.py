@@ -4,11 +4,11 @@ Child side (runs inside the spawned process)::
 
     python -m harness.serve_controlled --db PATH --port 0 --clock-offset-file F [--host H]
 
-builds ``bootstrap.build_asgi_app(Settings.from_env() + flags, clock=OffsetFileClock(F))``
-and serves it through ``expert_booking.__main__.serve``, the function ``expert-booking-mcp
-serve`` calls. Nothing is monkeypatched: the only difference from the CLI is the injected clock,
-whose offset the test moves with ``harness.clock.write_offset`` (no sleeps). Settings come from
-the environment the parent passes (``HOLD_TTL_SECONDS``, ``PAYMENT_QUERY_BASE_URL``, ...).
+runs ``expert-booking-mcp serve``'s own path (``expert_booking.__main__.run_serve``: ``./.env``,
+the start-up checks, the app, the server) with one difference: the clock is
+``OffsetFileClock(F)``, whose offset a test moves with ``harness.clock.write_offset`` (no
+sleeps). Settings come from the environment the parent passes (``HOLD_TTL_SECONDS``,
+``PAYMENT_QUERY_BASE_URL``, ...).
 
 Parent side: :func:`controlled_server` is a (not yet started)
 :class:`~expert_booking.testing.server_process.ServerProcess` running this module.
@@ -34,19 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clock-offset-file", type=Path, required=True)
     args = parser.parse_args(argv)
 
-    from expert_booking.bootstrap import build_asgi_app
-    from expert_booking.edge.json_logging import JsonLinesHandler
-    from expert_booking.serving import serve
-    from expert_booking.settings import Settings
+    from expert_booking.__main__ import run_serve
     from harness.clock import OffsetFileClock
 
-    settings = Settings.from_env().with_overrides(host=args.host, port=args.port, db_path=args.db)
-    log_handler = JsonLinesHandler(sys.stderr)  # as the CLI does: action lines straight to it
-    clock = OffsetFileClock(args.clock_offset_file)
-    app = build_asgi_app(settings, clock=clock, action_lines=log_handler)
-    return serve(
-        app, settings.host, settings.port, log_handler=log_handler, limits=settings, clock=clock
-    )
+    serve_args = argparse.Namespace(host=args.host, port=args.port, db=str(args.db))
+    return run_serve(serve_args, clock=OffsetFileClock(args.clock_offset_file))
 
 
 def harness_server(

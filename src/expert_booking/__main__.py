@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from expert_booking.admin_cli import add_admin_parser, run_admin
+from expert_booking.ports import Clock
 from expert_booking.serving import ListenError, exit_cleanly_on_signals, listen, serve
 from expert_booking.setting_values import parse_port
 from expert_booking.settings import (
@@ -120,7 +121,12 @@ def _startup_failure(message: str) -> None:
     print(startup_line(f"{PROG}: {message}"), file=sys.stderr, flush=True)
 
 
-def _serve(args: argparse.Namespace) -> int:
+def run_serve(args: argparse.Namespace, *, clock: Clock | None = None) -> int:
+    """``serve``: check the configuration, build the app and serve it until a signal.
+
+    ``args`` carries ``host``, ``port`` and ``db`` (``None``: from the settings); ``clock``
+    replaces the system clock (``harness.serve_controlled``'s, which a test moves).
+    """
     exit_cleanly_on_signals()  # already while importing and building the app
     # Importing and wiring create ~180,000 tracked objects that live as long as the process
     # (a full collection afterwards finds ~2,000 unreachable): the full collections they would
@@ -128,13 +134,13 @@ def _serve(args: argparse.Namespace) -> int:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_and_serve(args)
+        return _build_and_serve(args, clock)
     finally:
         if collecting:
             gc.enable()  # on already once serving started; this covers every early exit
 
 
-def _build_and_serve(args: argparse.Namespace) -> int:
+def _build_and_serve(args: argparse.Namespace, clock: Clock | None) -> int:
     # Imported here, not at the top: the demo needs none of it.
     from expert_booking.adapters.clock import SystemClock  # noqa: PLC0415
     from expert_booking.adapters.sqlite_store import (  # noqa: PLC0415
@@ -164,7 +170,7 @@ def _build_and_serve(args: argparse.Namespace) -> int:
     try:
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
-        clock = SystemClock()
+        clock = clock or SystemClock()
         app = build_asgi_app(settings, clock=clock, action_lines=log_handler)
     except (SettingsError, TracingConfigError) as exc:
         sock.close()
@@ -206,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``expert-booking-mcp`` command line; returns the process exit status."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args)
+        return run_serve(args)
     if args.command == "stdio":
         from expert_booking.stdio_bridge import run as run_stdio  # noqa: PLC0415 - per command
 

@@ -217,6 +217,18 @@ def test_a_new_one_of_branch_is_breaking_for_a_received_document_too():
     assert breaking_changes({"anyOf": old["oneOf"]}, anyof_new) == []
 
 
+def test_a_widened_one_of_branch_is_breaking_for_a_received_document_too():
+    """ "abc" matched only the integer-or-short-string split; now it matches two branches."""
+    old = {"oneOf": [{"type": "string", "maxLength": 3}, {"type": "integer"}]}
+    new = {"oneOf": [{"type": "string"}, {"type": ["integer", "string"]}]}
+    assert breaking_changes(old, new) == [
+        "/oneOf/0: maxLength loosened to unset (was 3)",
+        "/oneOf/1: type widened to allow string",
+    ]
+    anyof = {"anyOf": old["oneOf"]}, {"anyOf": new["oneOf"]}
+    assert breaking_changes(*anyof) == []  # anyOf: matching two branches is fine
+
+
 # ----------------------------------------------------------------------- unjudged keywords
 
 UNJUDGED = [

@@ -24,9 +24,12 @@ def test_the_command_sets_the_offset_every_clock_on_the_file_reads(
     assert timedelta(seconds=30) < behind <= timedelta(seconds=31)
 
 
-@pytest.mark.parametrize("argv", [[], ["only-a-file"], ["f", "soon"]])
+@pytest.mark.parametrize(
+    "argv", [[], ["only-a-file"], ["f", "soon"], ["f", "nan"], ["f", "inf"], ["f", "1e12"]]
+)
 def test_a_wrong_call_says_how_to_call_it(
     argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main([str(tmp_path / arg) if arg == "f" else arg for arg in argv]) == 2
     assert capsys.readouterr().err.startswith("usage: python -m harness.clock")
+    assert not (tmp_path / "f").exists()  # nothing written: a server's clock keeps working

@@ -702,7 +702,7 @@ def test_every_schema_file_is_classified_by_who_reads_it():
         "tool_catalog_read_input": _RECEIVED,
         "tool_catalog_search_input": _RECEIVED,
         "payment_answer": _RECEIVED,
-        "human_approval": _RECEIVED | _SENT,
+        "human_approval": _RECEIVED,
         "booking_list_result": _SENT,
         "booking_snapshot": _SENT,
         "confirmation_intent": _SENT,
