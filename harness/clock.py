@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         path, seconds = Path(args[0]), float(args[1])
     except (IndexError, ValueError):
         path, seconds = Path(), math.nan
+    if len(args) != 2:
+        seconds = math.nan
     if not abs(seconds) <= MAX_OFFSET_SECONDS:  # NaN too: every now() of a server would fail
         print(
             "usage: python -m harness.clock OFFSET_FILE SECONDS "

@@ -17,10 +17,12 @@ Parent side: :func:`controlled_server` is a (not yet started)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from expert_booking.setting_values import parse_port
 from expert_booking.testing.server_process import DEFAULT_START_SECONDS, ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.serve_controlled")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host")  # as serve: HOST, else 127.0.0.1
+    parser.add_argument("--port", type=parse_port)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--clock-offset-file", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -53,17 +55,21 @@ def harness_server(
 ) -> ServerProcess:
     """A (not yet started) ``<command> --host 127.0.0.1 --port 0 --db ...`` child.
 
-    Run from the repository root (so ``harness`` imports), killed when the thread that starts
-    it ends (a test runner killed by a timeout leaves no server behind). ``start_seconds``
-    overrides how long to wait for its ready line.
+    The repository root leads its ``PYTHONPATH`` (so ``harness`` imports) while it runs in the
+    database's directory (no ``./.env`` of the checkout reaches it), killed when the thread that
+    starts it ends (a test runner killed by a timeout leaves no server behind).
+    ``start_seconds`` overrides how long to wait for its ready line.
     """
+    child_env = dict(os.environ if env is None else env)
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        part for part in (str(ROOT), child_env.get("PYTHONPATH", "")) if part
+    )
     return ServerProcess(
         start_seconds=DEFAULT_START_SECONDS if start_seconds is None else start_seconds,
         command=command,
         db_path=db_path,
         extra_args=extra_args,
-        env=env,
-        cwd=ROOT,
+        env=child_env,
         preexec=preexec,
         die_with_parent=True,
         keep_stderr=keep_stderr,

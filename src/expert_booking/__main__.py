@@ -170,7 +170,8 @@ def _build_and_serve(args: argparse.Namespace, clock: Clock | None) -> int:
     try:
         # Installed by serve(); the app writes its action lines straight to it.
         log_handler = JsonLinesHandler(sys.stderr)
-        clock = clock or SystemClock()
+        if clock is None:
+            clock = SystemClock()
         app = build_asgi_app(settings, clock=clock, action_lines=log_handler)
     except (SettingsError, TracingConfigError) as exc:
         sock.close()

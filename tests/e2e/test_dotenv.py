@@ -31,3 +31,21 @@ def test_the_environment_wins_over_dotenv(tmp_path: Path) -> None:
     env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1"}
     with ServerProcess(env=env, cwd=tmp_path) as server:
         assert host_status(server) == 400
+
+
+def test_a_dotenv_where_the_tests_run_reaches_no_spawned_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A developer's ``./.env`` in the checkout must not configure the servers tests spawn.
+
+    They run in their database's directory unless told otherwise (they used to inherit the test
+    run's, and read its ``.env``); ``harness.serve_controlled``'s children too.
+    """
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / ".env").write_text("ALLOWED_HOSTS=booking.example\n", encoding="utf-8")
+    monkeypatch.chdir(checkout)
+    env = {k: v for k, v in os.environ.items() if k != "ALLOWED_HOSTS"}
+    (tmp_path / "db").mkdir()
+    with ServerProcess(env=env, db_path=tmp_path / "db" / "booking.db") as server:
+        assert host_status(server) == 400  # the default allow-list: 127.0.0.1 is allowed

@@ -25,7 +25,16 @@ def test_the_command_sets_the_offset_every_clock_on_the_file_reads(
 
 
 @pytest.mark.parametrize(
-    "argv", [[], ["only-a-file"], ["f", "soon"], ["f", "nan"], ["f", "inf"], ["f", "1e12"]]
+    "argv",
+    [
+        [],
+        ["only-a-file"],
+        ["f", "soon"],
+        ["f", "nan"],
+        ["f", "inf"],
+        ["f", "1e12"],
+        ["f", "1", "2"],
+    ],
 )
 def test_a_wrong_call_says_how_to_call_it(
     argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -20,9 +20,9 @@ def server_with_sandbox(
 ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     """``(server, sandbox)``: the sandbox first (it reads ``database``), then the server using it.
 
-    Both on free loopback ports, in ``cwd`` (default: this process's; a ``.env`` there is read);
-    the server's ``PAYMENT_QUERY_BASE_URL`` and ``PAYMENT_PAGE_BASE_URL`` point at the sandbox,
-    the rest of both environments is ``env`` (default: this process's).
+    Both on free loopback ports, in ``cwd`` (default: the database's directory; a ``.env``
+    there is read); the server's ``PAYMENT_QUERY_BASE_URL`` and ``PAYMENT_PAGE_BASE_URL`` point
+    at the sandbox, the rest of both environments is ``env`` (default: this process's).
     """
     with ServerProcess(
         command=SANDBOX_COMMAND,

@@ -73,7 +73,9 @@ class ServerProcess:
             extra_args: more arguments after ``--host 127.0.0.1 --port 0 --db <path>``.
             start_seconds: how long to wait for the ready line.
             command: what precedes those flags (default :data:`SERVE_COMMAND`).
-            cwd: the child's working directory (default: this process's).
+            cwd: the child's working directory (default: the database's directory, or a
+                temporary one; never this process's: a developer's ``./.env`` there would
+                configure the child).
             preexec: runs in the child before exec (e.g. ``os.sched_setaffinity``).
             die_with_parent: Linux: the child gets SIGKILL when the thread that started it
                 ends, so a test runner killed by a timeout leaves no server behind.
@@ -155,7 +157,7 @@ class ServerProcess:
         ]
         prepare = self._prepare_child if self._die_with_parent or self._preexec else None
         self._process = subprocess.Popen(  # noqa: S603 - the caller's command, fixed arguments
-            command, cwd=self._cwd, env=self._env, stdin=subprocess.DEVNULL,
+            command, cwd=self._workdir(self._db_path), env=self._env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             preexec_fn=prepare,  # noqa: PLW1509 - prctl and the caller's preexec only
         )  # fmt: skip
@@ -289,6 +291,16 @@ class ServerProcess:
         process = self._require_process()
         if process.stderr is not None:
             process.stderr.close()
+
+    def _workdir(self, db_path: Path) -> Path:
+        """``cwd``, else the database's directory, else (it is missing) a temporary one."""
+        if self._cwd is not None:
+            return self._cwd
+        if db_path.parent.is_dir():
+            return db_path.parent
+        if self._own_dir is None:
+            self._own_dir = Path(tempfile.mkdtemp(prefix="expert-booking-"))
+        return self._own_dir
 
     def _remove_own_dir(self) -> None:
         if self._own_dir is not None:
