@@ -379,8 +379,7 @@ def test_a_removed_schema_file_fails_unless_retired(monkeypatch):
     assert notes == ["c.json: removed since ffffffffffff, allowed: in RETIRED_DOCUMENTS"]
 
 
-GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+GIT = shutil.which("git")  # every checkout the tests run in was made with git
 # A throwaway repository's commits must not depend on the user's git configuration.
 _SETTINGS = (
     *("-c", "user.name=Contract Test", "-c", "user.email=contract@example.invalid"),
@@ -389,7 +388,7 @@ _SETTINGS = (
 
 
 def _git(cwd: Path, *args: str) -> str:
-    assert GIT is not None
+    assert GIT is not None, "these tests build throwaway repositories: install git"
     done = subprocess.run(  # noqa: S603 - git with arguments this test wrote
         [GIT, *_SETTINGS, *args], cwd=cwd, check=True, capture_output=True, text=True
     )
@@ -414,7 +413,6 @@ def _repository(tmp_path: Path) -> tuple[Path, str]:
     return schemas, _git(work, "rev-parse", "HEAD").strip()
 
 
-@needs_git
 def test_schema_diff_reports_a_file_removed_since_the_base(tmp_path):
     schemas, base = _repository(tmp_path)
     (schemas / "gone_result.json").unlink()
@@ -428,7 +426,6 @@ def test_schema_diff_reports_a_file_removed_since_the_base(tmp_path):
     assert notes == []
 
 
-@needs_git
 def test_schema_diff_judges_a_result_by_its_direction(tmp_path):
     schemas, base = _repository(tmp_path)
     _write(schemas, "gone_result.json", _edit("/properties/count/type", "number"))
@@ -444,14 +441,12 @@ def test_schema_diff_judges_a_result_by_its_direction(tmp_path):
 # ------------------------------------------------------------------------------- the base
 
 
-@needs_git
 def test_the_first_commit_has_no_base_and_the_message_says_why(tmp_path):
     schemas, _ = _repository(tmp_path)
     with pytest.raises(NoBaseError, match=r"^HEAD is the first commit and origin/main does not"):
         find_base(None, cwd=schemas)
 
 
-@needs_git
 def test_a_shallow_clone_has_no_base_and_the_message_says_how_to_get_one(tmp_path):
     schemas, _ = _repository(tmp_path)
     work = schemas.parent
@@ -470,7 +465,6 @@ def test_a_shallow_clone_has_no_base_and_the_message_says_how_to_get_one(tmp_pat
     assert "--base REV" in message
 
 
-@needs_git
 def test_a_later_commit_is_compared_with_the_one_before(tmp_path):
     schemas, first = _repository(tmp_path)
     (schemas / "gone_result.json").unlink()

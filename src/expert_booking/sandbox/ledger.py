@@ -35,6 +35,7 @@ was read as held before that commit, and a change that starts later reads it can
 from __future__ import annotations
 
 import fcntl
+import functools
 import importlib.resources
 import json
 import os
@@ -257,8 +258,10 @@ def schema() -> dict[str, Any]:
     return document
 
 
-_SCHEMA: Final[Validator] = compile_validator(schema())
-"""Compiled when the module is imported: a wheel without the schema fails at start."""
+@functools.cache
+def _validator() -> Validator:
+    """The compiled schema: once per process, at the first ledger read (the sandbox's start)."""
+    return compile_validator(schema())
 
 
 def _shape_problem(data: dict[str, Any]) -> str | None:
@@ -268,7 +271,7 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     its booking id (:func:`shown_id`), a mailbox message by its position, anything
     else by its JSON pointer and the schema keyword it fails. Never a value from the file.
     """
-    error = best_match(_SCHEMA.iter_errors(data))
+    error = best_match(_validator().iter_errors(data))
     if error is not None:
         return _where(error)
     try:  # a JSON escape of half a surrogate pair: no page or write could encode it
