@@ -43,7 +43,7 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def contract(session: nox.Session) -> None:
-    """Schemas valid against 2020-12, generated models not drifted, no unversioned breaking change."""
+    """Schemas valid, generated models not drifted, no unversioned break (release, base)."""
     _install_project(session)
     session.run("python", "-m", "harness.contract", "check", *session.posargs)
 

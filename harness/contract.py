@@ -4,13 +4,15 @@ Usage::
 
     python -m harness.contract generate          # rewrite generated/expert_booking_contract
     python -m harness.contract check [--base REV]
+    python -m harness.contract release           # at a release: record schemas/ as released
 
 ``check`` exits 1 when a schema is invalid or not canonically formatted, when the generated
-models differ from what the schemas produce now, when a schema changed incompatibly since the
-base revision without bumping the ``v<N>`` at the end of its ``$id`` (judged by who reads it:
-``document_directions``), or when a schema that existed at the base is gone. With no base
-revision (no git, a first commit, a shallow clone) the last step prints a WARNING and passes.
-Everything runs offline.
+models differ from what the schemas produce now, when a schema changed incompatibly without
+bumping the ``v<N>`` at the end of its ``$id`` (judged by who reads it: ``document_directions``)
+since the released contract (``harness/contract_release.py``) or since the base revision, or
+when a schema that existed in either is gone. With no base revision (no git, a first commit, a
+shallow clone) the last step prints a WARNING and passes; the released contract is judged on
+every checkout. Everything runs offline.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from typing import Any
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped, unused-ignore]
 
+from harness.contract_release import (
+    RELEASED,
+    ReleasedContractError,
+    load_released,
+    project_version,
+    released_text,
+)
 from harness.git_base import BadBaseError, NoBaseError, base_document, base_file_names, find_base
 from harness.schema_breaking import Direction, breaking_changes
 
@@ -182,10 +191,10 @@ def document_problems(path: Path, text: str) -> list[str]:
     return problems
 
 
-def check_documents() -> list[str]:
-    files = schema_files()
+def check_documents(folder: Path = SCHEMAS) -> list[str]:
+    files = schema_files(folder)
     if not files:
-        return [f"no schema found in {SCHEMAS}"]
+        return [f"no schema found in {folder}"]
     problems: list[str] = []
     for path in files:
         problems.extend(document_problems(path, path.read_text(encoding="utf-8")))
@@ -328,9 +337,9 @@ def judge_document(
 
 
 def removed_documents(
-    base_names: Iterable[str], current_names: Iterable[str], base: str
+    base_names: Iterable[str], current_names: Iterable[str], since: str
 ) -> tuple[list[str], list[str]]:
-    """Schema files at ``base`` that are gone now: (failures, notes).
+    """Schema files at the base (``since`` names it) that are gone now: (failures, notes).
 
     No version bump can allow a removal (the document that would carry it is gone): only a stem
     listed in ``RETIRED_DOCUMENTS`` turns the failure into a note.
@@ -339,40 +348,68 @@ def removed_documents(
     notes: list[str] = []
     for name in sorted(set(base_names) - set(current_names)):
         if Path(name).stem in RETIRED_DOCUMENTS:
-            notes.append(f"{name}: removed since {base[:12]}, allowed: in RETIRED_DOCUMENTS")
+            notes.append(f"{name}: removed since {since}, allowed: in RETIRED_DOCUMENTS")
         else:
             failures.append(
-                f"{name}: removed since {base[:12]}; every caller of it breaks. Keep the file, "
+                f"{name}: removed since {since}; every caller of it breaks. Keep the file, "
                 "or, once every caller has moved off it, add its stem to RETIRED_DOCUMENTS in "
                 "harness/contract.py and a line to Versions in schemas/README.md"
             )
     return failures, notes
 
 
-def schema_diff(base: str, folder: Path = SCHEMAS) -> tuple[list[str], list[str]]:
-    """Compare every schema in ``folder`` with ``base``; returns (failures, notes)."""
-    paths = schema_files(folder)
-    documents = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in paths}
+def compare_documents(
+    documents: Mapping[str, dict[str, Any]], base: Mapping[str, dict[str, Any]], since: str
+) -> tuple[list[str], list[str]]:
+    """Judge ``documents`` (file stem -> schema) against ``base``; returns (failures, notes)."""
     directions = document_directions(documents)
     failures, notes = removed_documents(
-        base_file_names(base, folder, ".json"), [path.name for path in paths], base
+        [f"{stem}.json" for stem in base], [f"{stem}.json" for stem in documents], since
     )
-    for path in paths:
-        old = base_document(base, path)
+    for stem, document in sorted(documents.items()):
+        name = f"{stem}.json"
+        old = base.get(stem)
         if old is None:
-            notes.append(f"{path.name}: new since {base[:12]}, skipped")
+            notes.append(f"{name}: new since {since}, skipped")
             continue
-        failed, noted = judge_document(path.name, old, documents[path.stem], directions[path.stem])
+        failed, noted = judge_document(name, old, document, directions[stem])
         failures.extend(failed)
         notes.extend(noted)
     return failures, notes
+
+
+def current_documents(folder: Path = SCHEMAS) -> dict[str, dict[str, Any]]:
+    return {
+        path.stem: json.loads(path.read_text(encoding="utf-8")) for path in schema_files(folder)
+    }
+
+
+def schema_diff(base: str, folder: Path = SCHEMAS) -> tuple[list[str], list[str]]:
+    """Compare every schema in ``folder`` with the git revision ``base``; (failures, notes)."""
+    committed: dict[str, dict[str, Any]] = {}
+    for name in base_file_names(base, folder, ".json"):
+        document = base_document(base, folder / name)
+        if document is not None:
+            committed[Path(name).stem] = document
+    return compare_documents(current_documents(folder), committed, base[:12])
+
+
+def release_diff(path: Path = RELEASED, folder: Path = SCHEMAS) -> tuple[str, list[str], list[str]]:
+    """Compare every schema in ``folder`` with the released contract; (release, failures, notes).
+
+    Raises:
+        ReleasedContractError: ``path`` is missing or malformed.
+    """
+    release, released = load_released(path)
+    failures, notes = compare_documents(current_documents(folder), released, f"release {release}")
+    return release, failures, notes
 
 
 # ---------------------------------------------------------------------------------------- CLI
 
 
 def _check_documents_step() -> bool:
-    print("[1/3] schemas: valid draft 2020-12, canonical formatting, self-contained")
+    print("[1/4] schemas: valid draft 2020-12, canonical formatting, self-contained")
     problems = check_documents()
     for problem in problems:
         print(f"  FAIL {problem}")
@@ -382,7 +419,7 @@ def _check_documents_step() -> bool:
 
 
 def _check_drift_step() -> bool:
-    print("[2/3] generated models match schemas/")
+    print("[2/4] generated models match schemas/")
     try:
         diff = drift(render_models(), committed_models())
     except CodegenError as exc:
@@ -396,8 +433,28 @@ def _check_drift_step() -> bool:
     return True
 
 
+def _print_verdicts(failures: list[str], notes: list[str]) -> bool:
+    for label, lines in (("note", notes), ("FAIL", failures)):
+        for line in lines:
+            print(f"       {line}" if line.startswith(" ") else f"  {label} {line}")
+    if not failures:
+        print("  ok")
+    return not failures
+
+
+def _check_released_step(path: Path = RELEASED) -> bool:
+    print(f"[3/4] breaking changes against the released contract ({path.name})")
+    try:
+        release, failures, notes = release_diff(path)
+    except ReleasedContractError as exc:
+        print(f"  FAIL {exc}; it is committed: restore it from git")
+        return False
+    print(f"  release {release}")
+    return _print_verdicts(failures, notes)
+
+
 def _check_breaking_step(base_rev: str | None) -> bool:
-    print("[3/3] breaking changes against the base revision")
+    print("[4/4] breaking changes against the base revision")
     try:
         base = find_base(base_rev)
     except NoBaseError as exc:
@@ -408,17 +465,16 @@ def _check_breaking_step(base_rev: str | None) -> bool:
         print(f"  FAIL {exc}")
         return False
     print(f"  base {base[:12]}")
-    failures, notes = schema_diff(base)
-    for label, lines in (("note", notes), ("FAIL", failures)):
-        for line in lines:
-            print(f"       {line}" if line.startswith(" ") else f"  {label} {line}")
-    if not failures:
-        print("  ok")
-    return not failures
+    return _print_verdicts(*schema_diff(base))
 
 
 def run_check(base_rev: str | None) -> int:
-    results = [_check_documents_step(), _check_drift_step(), _check_breaking_step(base_rev)]
+    results = [
+        _check_documents_step(),
+        _check_drift_step(),
+        _check_released_step(),
+        _check_breaking_step(base_rev),
+    ]
     passed = all(results)
     print("contract check passed" if passed else "contract check FAILED")
     return 0 if passed else 1
@@ -439,9 +495,43 @@ def run_generate() -> int:
     return 0
 
 
+def run_release(path: Path = RELEASED, folder: Path = SCHEMAS, version: str | None = None) -> int:
+    """Record ``folder`` as the contract of ``version`` (``[project] version``); 1 if refused.
+
+    Refused when a schema is invalid, when the version is the one already recorded (bump it
+    first, or a release could swallow a breaking change), and when the schemas break the
+    recorded release without a ``v<N>`` bump: a release never ships an unversioned break.
+    """
+    version = version or project_version()
+    problems = check_documents(folder)
+    try:
+        release, failures, _ = release_diff(path, folder) if path.exists() else (None, [], [])
+    except ReleasedContractError as exc:
+        print(f"FAIL {exc}; restore it from git, it records the last release")
+        return 1
+    documents = current_documents(folder)
+    text = released_text(version, documents)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        print(f"{path.name} already records release {version} as schemas/ is now")
+        return 0
+    if release == version:
+        problems.append(
+            f"release {version} is already recorded with other schemas; bump [project] "
+            "version in pyproject.toml first"
+        )
+    problems.extend(failures)
+    if problems:
+        for problem in problems:
+            print(f"       {problem}" if problem.startswith(" ") else f"FAIL {problem}")
+        return 1
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path.name}: release {version}, {len(documents)} documents")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.contract", description=__doc__)
-    parser.add_argument("command", choices=("check", "generate"))
+    parser.add_argument("command", choices=("check", "generate", "release"))
     parser.add_argument(
         "--base",
         metavar="REV",
@@ -451,6 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "generate":
         return run_generate()
+    if args.command == "release":
+        return run_release()
     return run_check(args.base)
 
 

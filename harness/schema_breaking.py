@@ -31,6 +31,12 @@ ANNOTATIONS = frozenset(
 )
 """Keywords that never change which values a schema accepts; edits to them are never reported."""
 
+# Where a schema holds subschemas: a map of them, one, or a list of them.
+_SCHEMA_MAPS = ("properties", "$defs", "dependentSchemas", "patternProperties")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
+_SCHEMA_VALUES_MORE = ("propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
 
 class Direction(enum.Flag):
     """Who reads a document: the server (``RECEIVED``), its callers (``SENT``), or both."""
@@ -55,12 +61,36 @@ def breaking_changes(
 
     Walks ``properties``, ``items``, ``additionalProperties`` (tightenings only),
     ``dependentSchemas``, ``$defs`` and ``anyOf``/``oneOf`` branches: branches found unchanged
-    in both lists (in any order) are set aside, the rest are compared by position. ``$ref``
-    targets are compared by name; the referenced ``$defs`` entry is compared on its own. Any
-    other keyword that is not in ``ANNOTATIONS`` is not judged: any change to it is reported.
+    in both lists (in any order, annotations aside) are set aside, the rest are compared by
+    position. ``$ref`` targets are compared by name; the referenced ``$defs`` entry is compared
+    on its own. Any other keyword that is not in ``ANNOTATIONS`` is not judged: any change to it
+    is reported.
     Each entry is ``"<JSON Pointer>: <what changed>"``.
     """
     return _compare(old, new, "", direction)
+
+
+def judged_form(schema: Any, *, keep: frozenset[str] = frozenset()) -> Any:
+    """``schema`` without its ``ANNOTATIONS`` (except ``keep``, at the root only): what is judged.
+
+    Two schemas with the same judged form accept the same values. Property names and the values
+    of ``enum``, ``const`` and ``required`` are kept whatever they spell.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    form: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ANNOTATIONS and key not in keep:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            form[key] = {name: judged_form(entry) for name, entry in value.items()}
+        elif key in _SCHEMA_VALUES or key in _SCHEMA_VALUES_MORE:
+            form[key] = judged_form(value)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            form[key] = [judged_form(entry) for entry in value]
+        else:
+            form[key] = value
+    return form
 
 
 def _compare(old: Any, new: Any, at: str, direction: Direction) -> list[str]:
@@ -143,14 +173,16 @@ def _widenings(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def _unjudged_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     found: list[str] = []
     for key in sorted((old.keys() | new.keys()) - _JUDGED - ANNOTATIONS):
-        if old.get(key, _MISSING) == new.get(key, _MISSING):
+        if key in old and key in new and _judged_keyword(old, key) == _judged_keyword(new, key):
             continue
         change = "added" if key not in old else "removed" if key not in new else "changed"
         found.append(f"keyword `{key}` {change} (not judged: treated as breaking)")
     return found
 
 
-_MISSING = object()
+def _judged_keyword(node: dict[str, Any], key: str) -> Any:
+    """``node[key]`` without the annotations of the subschemas it holds (``allOf``, ``not``...)."""
+    return judged_form({key: node[key]})[key]
 
 
 def _types(node: dict[str, Any]) -> frozenset[str]:
@@ -289,4 +321,5 @@ def _unmatched(old: list[Any], new: list[Any]) -> tuple[list[Any], list[tuple[in
 
 
 def _canonical(schema: Any) -> str:
-    return json.dumps(schema, sort_keys=True, ensure_ascii=False)
+    # Branches differing only in annotations are the same branch (moved, not changed).
+    return json.dumps(judged_form(schema), sort_keys=True, ensure_ascii=False)

@@ -17,11 +17,14 @@ from harness.contract import (
     document_directions,
     judge_document,
     major_version,
+    release_diff,
     removed_documents,
+    run_release,
     schema_diff,
 )
+from harness.contract_release import ReleasedContractError, load_released, released_text
 from harness.git_base import NoBaseError, base_file_names, find_base
-from harness.schema_breaking import ANNOTATIONS, Direction, breaking_changes
+from harness.schema_breaking import ANNOTATIONS, Direction, breaking_changes, judged_form
 
 RECEIVED, SENT = Direction.RECEIVED, Direction.SENT
 BOTH = RECEIVED | SENT
@@ -202,6 +205,22 @@ def test_a_changed_branch_among_reordered_ones_is_compared_at_its_new_position()
     assert breaking_changes(old, new) == ["/anyOf/1: maxLength tightened to 5 (was 9)"]
 
 
+def test_branches_differing_only_in_annotations_are_the_same_branch_moved():
+    old = {"anyOf": [{"type": "string", "description": "A name."}, {"type": "null"}]}
+    new = {"anyOf": [{"type": "null", "title": "None"}, {"type": "string"}]}
+    assert breaking_changes(old, new, direction=BOTH) == []
+
+
+def test_an_unjudged_keyword_whose_subschemas_changed_only_annotations_is_unchanged():
+    old = {"type": "object", "allOf": [{"required": ["a"], "description": "Needs a."}]}
+    new = {"type": "object", "allOf": [{"required": ["a"]}]}
+    assert breaking_changes(old, new, direction=BOTH) == []
+    tighter = {"type": "object", "allOf": [{"required": ["a", "b"]}]}
+    assert breaking_changes(old, tighter) == [
+        "/: keyword `allOf` changed (not judged: treated as breaking)"
+    ]
+
+
 def test_a_lost_branch_is_breaking_in_every_direction():
     old = {"anyOf": [{"type": "string"}, {"type": "null"}]}
     new = {"anyOf": [{"type": "null"}]}
@@ -365,7 +384,7 @@ def test_a_bumped_document_turns_its_changes_into_notes():
 
 
 def test_a_removed_schema_file_fails_unless_retired(monkeypatch):
-    failures, notes = removed_documents(["a.json", "b.json", "c.json"], ["a.json"], "f" * 40)
+    failures, notes = removed_documents(["a.json", "b.json", "c.json"], ["a.json"], "f" * 12)
     assert [failure.split(";")[0] for failure in failures] == [
         "b.json: removed since ffffffffffff",
         "c.json: removed since ffffffffffff",
@@ -374,7 +393,7 @@ def test_a_removed_schema_file_fails_unless_retired(monkeypatch):
     assert notes == []
 
     monkeypatch.setattr(contract, "RETIRED_DOCUMENTS", frozenset({"c"}))
-    failures, notes = removed_documents(["a.json", "b.json", "c.json"], ["a.json"], "f" * 40)
+    failures, notes = removed_documents(["a.json", "b.json", "c.json"], ["a.json"], "f" * 12)
     assert len(failures) == 1
     assert notes == ["c.json: removed since ffffffffffff, allowed: in RETIRED_DOCUMENTS"]
 
@@ -485,6 +504,136 @@ def test_no_base_is_a_pass_with_a_warning_line(monkeypatch, capsys):
         "  WARNING no base revision, breaking changes NOT checked: "
         "shallow clone without the commit before HEAD"
     )
+
+
+# ----------------------------------------------------------------- the released contract
+
+
+def test_judged_form_drops_annotations_only_where_a_schema_is():
+    document = {
+        "$id": "urn:expert-booking:schema:example:v1",
+        "description": "An example.",
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "title": "A property named like a keyword"},
+            "kind": {"enum": ["title", "default"], "default": "title"},
+        },
+        "required": ["description"],
+        "anyOf": [{"required": ["kind"], "$comment": "either"}],
+        "$defs": {"page": {"type": "integer", "examples": [1]}},
+    }
+    assert judged_form(document, keep=frozenset({"$id"})) == {
+        "$id": "urn:expert-booking:schema:example:v1",
+        "type": "object",
+        "properties": {"description": {"type": "string"}, "kind": {"enum": ["title", "default"]}},
+        "required": ["description"],
+        "anyOf": [{"required": ["kind"]}],
+        "$defs": {"page": {"type": "integer"}},
+    }
+
+
+def _release(folder: Path, version: str, **documents: dict[str, Any]) -> Path:
+    path = folder / "released.json"
+    path.write_text(released_text(version, documents), encoding="utf-8")
+    return path
+
+
+def test_the_released_contract_catches_a_break_the_last_commit_did_not_make(tmp_path):
+    """A breaking commit followed by another passes the git step; the released contract fails it."""
+    schemas, _ = _repository(tmp_path)
+    released = _release(tmp_path, "1.0.0", slot_input=_OLD, gone_result=_OLD)
+    _write(schemas, "slot_input.json", _edit("/properties/count/maximum", 5))
+    _git(schemas.parent, "commit", "-q", "-a", "-m", "tighten count")
+    (schemas.parent / "later.txt").write_text("later\n", encoding="utf-8")
+    _git(schemas.parent, "add", ".")
+    _git(schemas.parent, "commit", "-q", "-m", "an unrelated commit")
+
+    assert schema_diff(find_base(None, cwd=schemas), schemas) == ([], [])
+    release, failures, _ = release_diff(released, schemas)
+
+    assert release == "1.0.0"
+    assert failures == [
+        "slot_input.json: 1 breaking change(s), bump the v<N> at the end of $id to allow it",
+        "    /properties/count: maximum tightened to 5 (was 9)",
+    ]
+
+
+def test_the_released_contract_reports_removed_and_new_documents(tmp_path):
+    released = _release(tmp_path, "1.0.0", slot_input=_OLD, gone_result=_OLD)
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    _write(schemas, "slot_input.json", _OLD)
+    _write(schemas, "new_result.json", _OLD)
+
+    _, failures, notes = release_diff(released, schemas)
+
+    assert [failure.split(";")[0] for failure in failures] == [
+        "gone_result.json: removed since release 1.0.0"
+    ]
+    assert notes == ["new_result.json: new since release 1.0.0, skipped"]
+
+
+def test_the_committed_released_contract_is_judged_and_a_missing_one_fails(tmp_path, capsys):
+    release, _ = load_released()
+    assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", release)
+    assert contract._check_released_step() is True
+    assert f"  release {release}\n  ok\n" in capsys.readouterr().out
+
+    assert contract._check_released_step(tmp_path / "contract-released.json") is False
+    assert "  FAIL contract-released.json is missing; it is committed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "text", ["{", "[]", '{"release": 1, "documents": {}}', '{"release": "1", "documents": []}']
+)
+def test_a_malformed_released_contract_is_an_error_not_a_pass(tmp_path, text):
+    path = tmp_path / "released.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ReleasedContractError):
+        load_released(path)
+    assert run_release(path, SCHEMAS, version="9.9.9") == 1
+
+
+def _canonical_schemas(folder: Path, **documents: dict[str, Any]) -> Path:
+    folder.mkdir()
+    for stem, document in documents.items():
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        (folder / f"{stem}.json").write_text(text, encoding="utf-8")
+    return folder
+
+
+_VALID: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "urn:expert-booking:schema:slot_input:v1",
+    "type": "object",
+    "properties": {"count": {"type": "integer", "maximum": 9, "description": "How many."}},
+    "additionalProperties": False,
+}
+
+
+def test_release_records_the_schemas_and_refuses_what_would_swallow_a_break(tmp_path, capsys):
+    path = tmp_path / "released.json"
+    schemas = _canonical_schemas(tmp_path / "schemas", slot_input=_VALID)
+    assert run_release(path, schemas, version="1.0.0") == 0
+    recorded = judged_form(_VALID, keep=frozenset({"$id"}))
+    assert load_released(path) == ("1.0.0", {"slot_input": recorded})
+    assert run_release(path, schemas, version="1.0.0") == 0  # nothing changed: nothing to do
+
+    tighter = copy.deepcopy(_VALID)
+    tighter["properties"]["count"]["maximum"] = 5
+    _canonical_schemas(tmp_path / "tighter", slot_input=tighter)
+    capsys.readouterr()
+    assert run_release(path, tmp_path / "tighter", version="1.0.0") == 1
+    assert run_release(path, tmp_path / "tighter", version="1.1.0") == 1
+    out = capsys.readouterr().out
+    assert "FAIL release 1.0.0 is already recorded with other schemas" in out
+    assert "FAIL slot_input.json: 1 breaking change(s), bump the v<N>" in out
+    assert load_released(path)[0] == "1.0.0"  # refused: the record is untouched
+
+    tighter["$id"] = "urn:expert-booking:schema:slot_input:v2"
+    _canonical_schemas(tmp_path / "bumped", slot_input=tighter)
+    assert run_release(path, tmp_path / "bumped", version="2.0.0") == 0
+    assert release_diff(path, tmp_path / "bumped") == ("2.0.0", [], [])
 
 
 # ----------------------------------------------------------------------- the version record
