@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class BookingListBookingsInput(BaseModel):
     """
-    List your bookings, newest first (by heldAt, then bookingId). Read-only: it changes nothing (a hold whose expiresAt has passed is listed as EXPIRED). Filter by status, or by idempotencyKey to learn what became of a hold, confirm, cancel or reschedule whose answer you never got (a timeout): the key of either call finds its booking; an empty page means nothing was committed under that key, so retrying the same call with the same key is safe. limit per page, with total and nextCursor (null on the last page); pass nextCursor as cursor with the same filters (other filters: INVALID_CURSOR). Errors: INVALID_ARGUMENTS, INVALID_CURSOR, STORAGE_BUSY, INTERNAL_ERROR.
+    List your bookings, newest first (by heldAt, then bookingId). Read-only: it changes nothing (a hold whose expiresAt has passed is listed as EXPIRED). Filter by status, or by idempotencyKey to learn what became of a hold, confirm, cancel or reschedule whose answer you never got (a timeout): the key of either call finds its booking; an empty page means nothing is committed under that key yet (a call cut off may still be running), so retry the same call with the same key, never a new one. limit per page, with total and nextCursor (null on the last page); pass nextCursor as cursor with the same filters (other filters: INVALID_CURSOR). Errors: INVALID_ARGUMENTS, INVALID_CURSOR, STORAGE_BUSY, INTERNAL_ERROR.
     """
 
     model_config = ConfigDict(

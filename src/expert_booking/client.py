@@ -79,6 +79,8 @@ class ClientSentAtTransport(httpx2.AsyncBaseTransport):
             inner: the transport that really sends (``httpx2.ASGITransport`` in process).
             clock: the client's clock (default: the system clock).
             on_exchange: called once per exchange when the response headers have arrived.
+                It must not raise: the server has already acted on the request, so an
+                exception there fails a call whose effect (a hold, a confirmation) stands.
         """
         self._inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -269,8 +271,12 @@ async def open_client(
         The connected client; it is closed when the block exits.
 
     Raises:
-        ServerConnectionError: the connection (the ``server/discover`` probe) failed; the
-            message names ``url`` and the root cause.
+        ServerConnectionError: the connection (the ``server/discover`` probe) failed, or a
+            request of the block failed in transport (the server went away, or did not answer
+            within ``http_timeout``): the SDK then cancels the block's call (``CancelledError``)
+            and the client is gone. The message names ``url`` and the root cause. A call cut
+            off that way may still commit: open a new client and ask ``booking.list_bookings``
+            with its ``idempotencyKey``, or retry it with the same key.
     """
     stamping = ClientSentAtTransport(transport, clock=clock, on_exchange=on_exchange)
     probe = _DiscoverRefusal()
@@ -287,12 +293,18 @@ async def open_client(
             cache=None,
             client_info=mcp_types.Implementation(name=client_name, version=package_version()),
         )
-        async with AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(client)
-            except (ExceptionGroup, httpx2.HTTPError, MCPError, OSError) as exc:
-                raise ServerConnectionError(url, probe.cause(_root_cause(exc))) from None
-            yield client
+        try:
+            async with AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(client)
+                except (ExceptionGroup, httpx2.HTTPError, MCPError, OSError) as exc:
+                    raise ServerConnectionError(url, probe.cause(_root_cause(exc))) from None
+                yield client
+        except BaseExceptionGroup as group:
+            lost = _transport_failure(group)
+            if lost is None:
+                raise
+            raise ServerConnectionError(url, lost, connected=True) from group
 
 
 class _DiscoverRefusal:
@@ -304,15 +316,26 @@ class _DiscoverRefusal:
     """
 
     def __init__(self) -> None:
-        self.error: MCPError | None = None
+        self.error: MCPError | httpx2.HTTPStatusError | None = None
 
     def cause(self, final: BaseException) -> BaseException:
-        """The probe's refusal when ``final`` is only the legacy fallback's; else ``final``."""
+        """The probe's refusal when ``final`` is only the fallback's; else ``final``.
+
+        The fallback's refusal is no news after a version refusal, nor after a 404: nothing
+        serves MCP at that path, which the SDK reports as an unknown method (-32601).
+        """
+        if isinstance(self.error, httpx2.HTTPStatusError):
+            return self.error
         legacy = isinstance(final, MCPError) and final.error.code in _VERSION_REFUSALS
         return self.error if legacy and self.error is not None else final
 
     async def __call__(self, response: httpx2.Response) -> None:
         if response.is_success or response.request.headers.get("mcp-method") != "server/discover":
+            return
+        if response.status_code == httpx2.codes.NOT_FOUND:
+            self.error = httpx2.HTTPStatusError(
+                f"HTTP 404 {response.reason_phrase}", request=response.request, response=response
+            )
             return
         if not response.headers.get("content-type", "").startswith("application/json"):
             return
@@ -325,30 +348,59 @@ class _DiscoverRefusal:
 
 
 class ServerConnectionError(ConnectionError):
-    """:func:`open_client` could not connect: ``url`` and the root ``cause`` in one message.
+    """:func:`open_client` could not connect, or lost the connection: ``url`` and the root cause.
 
     Attributes:
         url: the endpoint that was tried.
-        cause: the innermost exception (e.g. ``httpx2.ConnectError``, or the server's
-            ``MCPError`` refusal).
+        cause: the innermost exception (e.g. ``httpx2.ConnectError``, ``httpx2.ReadTimeout``,
+            or the server's ``MCPError`` refusal).
+        connected: whether the client had connected (the failure cut off a request of the
+            block) or not (the connection itself failed).
     """
 
-    def __init__(self, url: str, cause: BaseException) -> None:
+    def __init__(self, url: str, cause: BaseException, *, connected: bool = False) -> None:
         if isinstance(cause, MCPError):
             reason = f"the server refused the connection: {cause.error.message}"
             reason += f" (JSON-RPC error {cause.error.code})"
+        elif isinstance(cause, httpx2.HTTPStatusError):
+            reason = f"{cause}: nothing serves MCP at that path (this server's is /mcp)"
+        elif isinstance(cause, httpx2.TimeoutException):
+            reason = (
+                f"no answer in time ({type(cause).__name__}, http_timeout); the request may "
+                "still complete on the server"
+            )
         elif isinstance(cause, httpx2.ConnectError | OSError):
             detail = str(cause) or type(cause).__name__
             reason = f"nothing answers there ({detail}); is the server running?"
         else:
             reason = f"{type(cause).__name__}: {cause}"
-        super().__init__(f"cannot connect to the MCP server at {url}: {reason}")
+        lead = "lost the connection to" if connected else "cannot connect to"
+        super().__init__(f"{lead} the MCP server at {url}: {reason}")
         self.url = url
         self.cause = cause
+        self.connected = connected
 
 
 _VERSION_REFUSALS: Final = frozenset({-32020, -32022})
 """A missing or unsupported ``MCP-Protocol-Version``: how a 2026-only server refuses legacy."""
+
+
+def _transport_failure(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The first failure when every leaf of ``group`` is an HTTP transport failure; else None.
+
+    Anything else in the group (the block's own exception) keeps the group as it is.
+    """
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = exc.exceptions
+        else:
+            leaves.append(exc)
+    if leaves and all(isinstance(leaf, httpx2.TransportError) for leaf in leaves):
+        return leaves[0]
+    return None
 
 
 def _root_cause(exc: BaseException) -> BaseException:
