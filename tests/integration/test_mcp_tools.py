@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,9 @@ from expert_booking.bootstrap import build_asgi_app
 from expert_booking.call_context import CallContext
 from expert_booking.client import open_client
 from expert_booking.confirmation import ConfirmBooking
+from expert_booking.domain.errors import ErrorCode
 from expert_booking.domain.model import Booking, Customer, format_instant
-from expert_booking.edge.error_texts import ERROR_TEXTS
+from expert_booking.edge.error_texts import ERROR_TEXTS, REASON_RECOVERIES
 from expert_booking.edge.json_logging import ROOT_LOGGER, configure_logging
 from expert_booking.edge.mcp_server import INSTRUCTIONS, build_mcp_server
 from expert_booking.edge.mcp_tools import MCP_TOOLS
@@ -279,6 +281,7 @@ async def test_every_tool_name_a_model_reads_is_a_registered_one(stack: Stack) -
     listed = await stack.client.list_tools()
     texts = [INSTRUCTIONS, *(tool.description or "" for tool in listed.tools)]
     texts += [part for text in ERROR_TEXTS.values() for part in (text.message, text.recovery)]
+    texts += REASON_RECOVERIES.values()
     for path in sorted(SCHEMAS.glob("*.json")):
         document = json.loads(path.read_text(encoding="utf-8"))
         texts += [v for _, node in walk(document) for v in node.values() if isinstance(v, str)]
@@ -502,6 +505,39 @@ async def test_an_integral_float_is_not_an_integer_anywhere(stack: Stack) -> Non
         ("INVALID_ARGUMENTS", ["/limit"]),
         ("INVALID_ARGUMENTS", ["/expectedVersion"]),
     ]
+
+
+async def test_an_approval_dated_ahead_of_the_server_says_to_fix_that_clock(stack: Stack) -> None:
+    """Asking the person again would not help: a new approval dated by that clock fails too."""
+    found = await stack.logical("booking.search_available_slots", {"query": "AI", "limit": 1})
+    slot_id = found["data"]["slots"][0]["slotId"]
+    hold = {"slotId": slot_id, "customer": CUSTOMER, "idempotencyKey": str(uuid.uuid4())}
+    snapshot = (await stack.logical("booking.hold_slot", hold))["data"]
+    intent = snapshot["confirmationIntent"]
+    refusals = []
+    for ahead in (timedelta(minutes=10), -timedelta(minutes=10)):  # FUTURE, then STALE
+        approval = {
+            "approvalId": str(uuid.uuid4()),
+            "decision": "APPROVE",
+            "approvedAt": format_instant(stack.clock.now() + ahead),
+            "intent": intent["intent"],
+            "intentHash": intent["intentHash"],
+        }
+        confirm = {
+            "bookingId": snapshot["bookingId"],
+            "expectedVersion": snapshot["version"],
+            "idempotencyKey": str(uuid.uuid4()),
+            "humanApproval": approval,
+        }
+        refusals.append((await stack.logical("booking.confirm_booking", confirm))["error"])
+
+    future, stale = refusals
+    expired = ErrorCode.HUMAN_APPROVAL_EXPIRED
+    assert (future["code"], future["details"]["reason"]) == (expired, "FUTURE")
+    assert future["recovery"]["action"] == REASON_RECOVERIES[(expired, "FUTURE")]
+    assert "meta.serverReceivedAt" in future["recovery"]["action"]
+    assert (stale["code"], stale["details"]["reason"]) == (expired, "STALE")
+    assert stale["recovery"]["action"] == ERROR_TEXTS[expired].recovery
 
 
 async def test_unknown_logical_tool_and_uri_are_tool_not_found(stack: Stack) -> None:

@@ -180,8 +180,24 @@ def message_of(error: BookingError) -> str:
     return error.message or ERROR_TEXTS[error.code].message
 
 
+REASON_RECOVERIES: Mapping[tuple[ErrorCode, str], str] = {
+    (ErrorCode.HUMAN_APPROVAL_EXPIRED, "FUTURE"): "The approval's approvedAt is later than the "
+    "server's clock (details.reason FUTURE): the clock that dated it is ahead, and a new "
+    "approval dated by it fails the same way. Date approvedAt by a clock in step with the "
+    "server's (meta.serverReceivedAt of a recent result shows the server's time), then ask the "
+    "user to approve the current intent again.",
+}
+"""Recovery sentences for one cause (``details.reason``) of a code, where the code's own would
+send an agent the wrong way."""
+
+
 def recovery_of(error: BookingError) -> str:
-    """The recovery sentence of the error's code."""
+    """The recovery sentence of the error's cause (``REASON_RECOVERIES``), else of its code."""
+    reason = error.details.get("reason")
+    if isinstance(reason, str):
+        special = REASON_RECOVERIES.get((error.code, reason))
+        if special is not None:
+            return special
     return ERROR_TEXTS[error.code].recovery
 
 
