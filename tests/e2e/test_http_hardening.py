@@ -7,11 +7,16 @@ client clock tolerance, the gate's JSON-RPC answers, and one JSON line per refus
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
+import select
+import socket
 import string
+import struct
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -21,6 +26,7 @@ from typing import Any
 import pytest
 
 from expert_booking.domain.model import format_instant, parse_instant
+from expert_booking.edge.http_limits import REFUSING_CONNECTIONS
 from expert_booking.testing.server_process import ServerProcess
 from tests.e2e.rawhttp import (
     RawResponse,
@@ -578,3 +584,190 @@ def test_a_request_answered_before_its_body_gets_no_second_answer(port: int) -> 
         except ConnectionResetError:
             pass
         assert rest == b""  # closed at the body deadline, no 408 after the 413
+
+
+# --- below ASGI: trailers, pipelining, unread answers, descriptors, malformed HTTP -------------
+
+
+def _chunked_discover(*, trailers: bytes, drop: tuple[str, ...] = ()) -> bytes:
+    """A discover whose body is one chunk, then ``trailers`` (whole lines) and the final CRLF."""
+    stamp = now_stamp()
+    body = json.dumps(enveloped("server/discover", {}, stamp)).encode()
+    headers = {
+        **stamped_headers(stamp, "server/discover"),
+        "Content-Length": "",
+        "Transfer-Encoding": "chunked",
+        **dict.fromkeys(drop, ""),
+    }
+    head = request("/mcp", b"", headers=headers, host="" if "Host" in drop else "127.0.0.1")
+    return head + b"%x\r\n%s\r\n0\r\n" % (len(body), body) + trailers + b"\r\n"
+
+
+def test_trailer_fields_are_never_read_as_headers(port: int) -> None:
+    """RFC 9110 6.5.1: a trailer cannot supply a field the gate checks in the header section."""
+    versioned = _chunked_discover(
+        trailers=b"MCP-Protocol-Version: 2026-07-28\r\n", drop=("MCP-Protocol-Version",)
+    )
+    response = exchange(port, versioned)
+    assert response is not None
+    assert (response.status, response.json()["error"]["code"]) == (400, -32020)
+
+    hosted = _chunked_discover(trailers=b"Host: 127.0.0.1\r\n", drop=("Host",))
+    response = exchange(port, hosted)
+    assert response is not None
+    assert response.status == 421
+
+    plain = exchange(port, _chunked_discover(trailers=b"Host: evil.example\r\n"))
+    assert plain is not None
+    assert plain.status == 200  # dropped, not judged: the header section's Host stands
+
+
+@pytest.mark.parametrize(
+    ("tail", "filler", "status"),
+    [
+        (b"", b"X-Trailer: " + b"a" * 1000 + b"\r\n", 431),  # more fields than allowed
+        (b"X-Endless: ", b"a" * 4096, 413),  # one value that never ends
+    ],
+)
+def test_trailers_without_end_are_refused_before_they_are_held(
+    port: int, tail: bytes, filler: bytes, status: int
+) -> None:
+    start = _chunked_discover(trailers=b"")[:-2] + tail  # the final CRLF never comes
+    sent = 0
+    with connect(port) as sock:
+        sock.sendall(start)
+        try:
+            while sent < 64 * 1024 * 1024:
+                sock.sendall(filler)
+                sent += len(filler)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused and closed while we were still sending
+        try:
+            response = read_response(sock)
+        except ConnectionResetError:
+            response = None
+    assert sent < 8 * 1024 * 1024
+    assert response is None or response.status == status
+
+
+def _responses(sock: socket.socket, count: int) -> list[RawResponse]:
+    """``count`` responses read off one connection in order (each with Content-Length)."""
+    data = b""
+    found: list[RawResponse] = []
+    while len(found) < count:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = data[:head_end].decode("latin-1").split("\r\n")
+            fields = dict(line.lower().split(": ", 1) for line in head[1:])
+            end = head_end + 4 + int(fields["content-length"])
+            if len(data) >= end:
+                status = int(head[0].split()[1])
+                found.append(RawResponse(status, fields, data[head_end + 4 : end]))
+                data = data[end:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {len(found)} of {count} responses"
+        data += chunk
+    return found
+
+
+def _tools_list(identifier: int) -> bytes:
+    stamp = now_stamp()
+    body = enveloped("tools/list", {}, stamp) | {"id": identifier}
+    return request("/mcp", body, headers=stamped_headers(stamp, "tools/list"))
+
+
+def test_pipelined_requests_are_all_answered_in_order(port: int) -> None:
+    count = 200  # more than one parsing slice holds
+    with connect(port) as sock:
+        sock.sendall(b"".join(_tools_list(n) for n in range(count)))
+        answers = _responses(sock, count)
+    assert [a.status for a in answers] == [200] * count
+    assert [a.json()["id"] for a in answers] == list(range(count))
+
+
+def test_a_client_that_never_reads_its_answers_is_disconnected(server: ServerProcess) -> None:
+    """Pipelined requests from a client that reads nothing: bounded, then closed."""
+    port = int(server.base_url.rsplit(":", 1)[1])
+    blob = b"".join(_tools_list(n) for n in range(2000))
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    with sock:
+        sock.connect(("127.0.0.1", port))
+        sock.settimeout(0.2)
+        deadline = time.monotonic() + 20
+        closed = False
+        while not closed and time.monotonic() < deadline:
+            try:
+                sock.send(blob)
+            except TimeoutError:
+                continue  # buffers full: the server reads nothing more until we read
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        assert closed
+    assert server.wait_for_stderr(functools.partial(_names_reason, "RESPONSE_UNREAD"))
+
+
+def test_connections_beyond_the_refusal_band_are_closed_at_once() -> None:
+    env = _env(HTTP_MAX_CONNECTIONS=str(MAX_CONNECTIONS), HTTP_HEADER_TIMEOUT_SECONDS="30")
+    hard = MAX_CONNECTIONS + REFUSING_CONNECTIONS
+    with ServerProcess(env=env) as limited, ExitStack() as stack:
+        port = int(limited.base_url.rsplit(":", 1)[1])
+        opened = [stack.enter_context(connect(port)) for _ in range(hard + 5)]
+        closed: set[int] = set()
+        deadline = time.monotonic() + 10
+        while len(closed) < 5 and time.monotonic() < deadline:
+            readable, _, _ = select.select([s for s in opened if id(s) not in closed], [], [], 1)
+            for sock in readable:
+                with contextlib.suppress(ConnectionResetError):
+                    assert sock.recv(1) == b""  # closed unanswered
+                closed.add(id(sock))
+        assert len(closed) == 5
+        readable, _, _ = select.select([s for s in opened if id(s) not in closed], [], [], 0.2)
+        assert readable == []  # the others wait for their request (or their 503)
+        limited.wait_for_stderr(functools.partial(_names_reason, "TOO_MANY_CONNECTIONS"))
+
+
+def test_malformed_http_gets_a_stamped_400_logged_as_a_refusal(
+    server: ServerProcess, port: int
+) -> None:
+    responses = [exchange(port, b"FOO / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") for _ in range(30)]
+    for response in responses:
+        assert response is not None
+        assert response.status == 400
+        assert response.headers["connection"] == "close"
+        assert_server_stamps(response)
+    server.wait_for_stderr(functools.partial(_names_reason, "MALFORMED_HTTP"))
+    assert not [line for line in server.stderr_lines if "Invalid HTTP request" in line]
+
+
+def test_an_absolute_form_target_is_judged_by_its_authority(port: int) -> None:
+    """RFC 9112 3.2.2: the target's authority is the host, whatever the Host field says."""
+    stamp = now_stamp()
+    body = enveloped("server/discover", {}, stamp)
+    headers = stamped_headers(stamp, "server/discover")
+    foreign = exchange(port, request("http://evil.example/mcp", body, headers=headers))
+    assert foreign is not None
+    assert foreign.status == 421
+    own = request(f"http://127.0.0.1:{port}/mcp", body, headers=headers, host="evil.example")
+    answered = exchange(port, own)
+    assert answered is not None
+    assert answered.status == 200
+
+
+def test_a_client_resetting_mid_answer_is_no_application_error(server: ServerProcess) -> None:
+    port = int(server.base_url.rsplit(":", 1)[1])
+    blob = b"".join(_tools_list(n) for n in range(300))
+    for _ in range(5):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.settimeout(0.5)
+        with contextlib.suppress(TimeoutError):
+            sock.sendall(blob)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset while answers are being written
+    answered = exchange(port, _discover_bytes())  # the server went on
+    assert answered is not None
+    assert answered.status == 200
+    assert not [line for line in server.stderr_lines if "Exception in ASGI" in line]

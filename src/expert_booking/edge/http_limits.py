@@ -1,13 +1,15 @@
 """Bounds on what a client controls below ASGI: header bytes and count, read deadlines, connections.
 
-uvicorn 0.54 under httptools has no header-size limit and no header or body read deadline,
-and its ``limit_concurrency`` answers 503 without ``Retry-After``. :class:`BoundedHttpProtocol`
-is uvicorn's own httptools protocol with those bounds added where the bytes arrive, before a
-request exists; its answers are plain HTTP (there is no JSON-RPC request yet) and close the
-connection. Like every response (CONTRACT section 2) they carry ``x-mcp-server-received-at`` and
-``x-mcp-server-responded-at`` when the protocol is bound with the server's clock: both the moment
-of the refusal, as no request reached the application to be received. Everything else is
-uvicorn's code path unchanged.
+uvicorn 0.54 under httptools has no header-size limit, no header or body read deadline, no
+bound on trailer fields (it appends them to the request's headers) or on pipelined requests
+(it parses ahead and queues them), no write deadline for a client that does not read, a
+parse-error path that logs one unlimited WARNING per bad request, and its
+``limit_concurrency`` answers 503 without ``Retry-After``. :class:`BoundedHttpProtocol` is
+uvicorn's own httptools protocol with those bounds added where the bytes arrive; its answers are
+plain HTTP (there is no JSON-RPC request yet) and close the connection. Like every response
+(CONTRACT section 2) they carry ``x-mcp-server-received-at`` and ``x-mcp-server-responded-at``
+when the protocol is bound with the server's clock: both the moment of the refusal, as no
+request reached the application to be received. Everything else is uvicorn's code path.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from expert_booking.domain.model import format_instant
@@ -29,8 +32,17 @@ if TYPE_CHECKING:
 Headers = list[tuple[bytes, bytes]]
 
 FD_RESERVE: Final = 64
-"""Descriptors kept free of connections (database, log, payment client, listening socket)."""
+"""Descriptors kept free of served connections (database, log, payment client, listening
+socket); ``REFUSING_CONNECTIONS`` of them may hold connections waiting for their 503."""
+REFUSING_CONNECTIONS: Final = 8
 RETRY_AFTER_SECONDS: Final = 1
+CHUNK_SLACK_BYTES: Final = 64 * 1024
+"""What one read may carry beyond a request's bounds (the start of the next request)."""
+FEED_SLICE_BYTES: Final = 16 * 1024
+"""The most a pipelined stream puts in uvicorn's queue at once (a few dozen small requests)."""
+MAX_HELD_BYTES: Final = 1024 * 1024
+"""Pipelined bytes held unparsed: reading pauses at the first, so a few reads (256 KiB each
+under uvloop or asyncio) at most, unless something resumes reading mid-answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +54,21 @@ class HttpLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+    max_body_bytes: int = 32 * 1024
+
+    @property
+    def max_tail_bytes(self) -> int:
+        """Bytes a request may send after its header section: body, chunk framing, trailers.
+
+        Four times the body limit leaves room for chunk framing; past it the application's own
+        413 (or an endless trailer or chunk extension) is not waited for.
+        """
+        return 4 * self.max_body_bytes + self.max_header_bytes + CHUNK_SLACK_BYTES
+
+    @property
+    def hard_max_connections(self) -> int:
+        """Open connections beyond which a new one is closed at once, unanswered."""
+        return self.max_connections + REFUSING_CONNECTIONS
 
     @classmethod
     def from_settings(cls, settings: Settings, descriptor_limit: int) -> HttpLimits:
@@ -52,6 +79,7 @@ class HttpLimits:
             header_timeout=settings.http_header_timeout_seconds,
             body_timeout=settings.http_body_timeout_seconds,
             max_connections=connection_cap(settings.http_max_connections, descriptor_limit),
+            max_body_bytes=settings.max_body_bytes,
         )
 
 
@@ -61,20 +89,35 @@ def connection_cap(configured: int, descriptor_limit: int) -> int:
 
 
 class BoundedHttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with bounded headers, read deadlines and connections.
+    """uvicorn's httptools protocol with bounded headers, bodies, pipelining and connections.
 
     - Header section: the request line and headers may hold at most ``max_header_bytes``
       (names, values and separators) and ``max_headers`` fields, else 431. While a header
       section is incomplete, the bytes received for it are counted as they arrive, so a
       never-ending header is refused once it passes the limit (httptools buffers it until
-      complete), never held whole in memory.
+      complete), never held whole in memory. An absolute-form target (``POST http://h/mcp``)
+      names the host the gate judges, as RFC 9112 section 3.2.2 wants, not the Host field.
+    - After the header section a request may send ``max_tail_bytes`` (body, chunk framing,
+      trailers), else 413 (or a close once an answer started). Trailer fields are counted
+      against the header limits and dropped: RFC 9110 section 6.5.1 forbids merging them into
+      the header section, where the gate would read them.
     - Deadlines: a request's header section must be complete ``header_timeout`` seconds after
       the connection opened or the request's first byte arrived, and its body
       ``body_timeout`` seconds after the headers. A late request gets 408 if no response has
       started, and the connection is closed either way. Idle time between requests is
-      uvicorn's ``timeout_keep_alive``.
+      uvicorn's ``timeout_keep_alive``. A response the client leaves unread (the write buffer
+      stays above its high-water mark) for ``body_timeout`` seconds closes the connection.
+    - Pipelining: bytes that arrive while a request that was read whole is being answered are
+      held unparsed, with reading paused, and parsed once the answer is complete; so at most one
+      read's worth of requests waits in uvicorn's queue. More than ``MAX_HELD_BYTES`` held
+      closes the connection.
     - Connections: a request on a connection beyond ``max_connections`` open ones gets 503
-      with ``Retry-After`` and the connection is closed.
+      with ``Retry-After`` and the connection is closed; a connection beyond
+      ``hard_max_connections`` is closed at once, unanswered, keeping descriptors free.
+    - Malformed HTTP gets 400 through the same refusal path (stamped, logged at most
+      ``REFUSAL_LOG_LINES_PER_SECOND`` times a second), not uvicorn's unstamped one.
+    - A request's writes become no-ops once the connection is closing, so a client that drops
+      the connection mid-answer is not an application error.
 
     Use :meth:`bound` to make the class uvicorn instantiates (``uvicorn.Config(http=...)``).
     """
@@ -103,38 +146,136 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def connection_made(  # type: ignore[override]  # uvicorn's own signature (a stream transport)
         self, transport: asyncio.Transport
     ) -> None:
-        """Start counting and arm the first request's header deadline."""
+        """Start counting and arm the first request's header deadline (or close at once)."""
         self._deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
+        self._held = bytearray()
         super().connection_made(transport)
+        self._writes = _ClosingSafeTransport(transport)
         self._in_headers = True
+        self._in_tail = False
         self._header_bytes = 0
         self._exact_header_bytes = 0
         self._header_fields = 0
+        self._tail_bytes = 0
+        if len(self.connections) > self.limits.hard_max_connections:
+            self._log(None, "TOO_MANY_CONNECTIONS")
+            transport.abort()
+            return
         self._arm(self.limits.header_timeout, "HEADER_TIMEOUT")
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Drop the deadline with the connection."""
+        """Drop the deadlines with the connection."""
         self._disarm()
+        self._disarm_write()
+        self._held.clear()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        """Feed uvicorn's parser, counting the bytes of an incomplete header section."""
+        """Feed the parser, counting a request's bytes; hold what follows a request read whole.
+
+        A read is fed ``FEED_SLICE_BYTES`` at a time, so what uvicorn queues of a pipelined
+        stream is one slice's requests, not one read's.
+        """
+        if self._held or self._answering():
+            self._hold(data)
+            return
+        if len(data) <= FEED_SLICE_BYTES:
+            self._receive(data)
+            return
+        for start in range(0, len(data), FEED_SLICE_BYTES):
+            if self.transport.is_closing():
+                return
+            if self._answering():
+                self._hold(data[start:])
+                return
+            self._receive(data[start : start + FEED_SLICE_BYTES])
+
+    def _receive(self, data: bytes) -> None:
         if self._in_headers:
             if self._deadline is None:  # the first byte of a request after keep-alive
                 self._arm(self.limits.header_timeout, "HEADER_TIMEOUT")
             self._header_bytes += len(data)
-        super().data_received(data)
-        if (
-            self._in_headers
-            and self._header_bytes > self.limits.max_header_bytes
-            and not self.transport.is_closing()
-        ):
+        else:
+            self._tail_bytes += len(data)
+        # A read that ends one part also carries the next: the next counts from zero (callbacks
+        # reset the counts), so a count runs over only on reads that stay within its part.
+        self._feed(data)
+        if self.transport.is_closing():
+            return
+        if self._in_headers and self._header_bytes > self.limits.max_header_bytes:
             self._refuse_raw(431, "HEADERS_TOO_LARGE", self._header_limit_text())
+        elif self._in_tail and self._tail_bytes > self.limits.max_tail_bytes:
+            self._refuse_raw(413, "REQUEST_TOO_LARGE", self._tail_limit_text())
+
+    def _feed(self, data: bytes) -> None:
+        """Parse as uvicorn's ``data_received`` does; malformed HTTP is refused as the rest is."""
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+        except httptools.HttpParserError:
+            self._refuse_raw(400, "MALFORMED_HTTP", "The request is not valid HTTP/1.1.")
+
+    def _answering(self) -> bool:
+        """Whether a request read whole is still being answered (what arrives now is the next)."""
+        cycle: RequestResponseCycle | None = self.cycle
+        return cycle is not None and not cycle.more_body and not cycle.response_complete
+
+    def _hold(self, data: bytes) -> None:
+        self._held += data
+        self.flow.pause_reading()
+        if len(self._held) > MAX_HELD_BYTES:
+            self._held.clear()
+            self._log(None, "PIPELINE_TOO_DEEP")
+            self._close()
+            self.transport.abort()
+
+    def on_response_complete(self) -> None:
+        """Start the next request: a queued one (uvicorn's), else what was held, parsed now."""
+        super().on_response_complete()
+        if not self._held or self.transport.is_closing():
+            return
+        if self._answering():  # a queued request started: keep holding, reading paused
+            self.flow.pause_reading()
+            return
+        held = bytes(self._held)
+        self._held.clear()
+        self.data_received(held)
+
+    def pause_writing(self) -> None:
+        """The client stopped reading: it has ``body_timeout`` seconds to drain the answer."""
+        super().pause_writing()
+        self._disarm_write()
+        self._write_deadline = self.loop.call_later(self.limits.body_timeout, self._unread)
+
+    def resume_writing(self) -> None:
+        """The client reads again."""
+        self._disarm_write()
+        super().resume_writing()
+
+    def _unread(self) -> None:
+        # Even a closing transport: close() waits for the unread answer to drain, forever.
+        self._write_deadline = None
+        self._log(None, "RESPONSE_UNREAD")
+        self._close()
+        self.transport.abort()
+
+    def _disarm_write(self) -> None:
+        deadline = self._write_deadline
+        if deadline is not None:
+            deadline.cancel()
+            self._write_deadline = None
 
     def on_message_begin(self) -> None:
         """A new request: count its header section from zero."""
         super().on_message_begin()
         self._in_headers = True
+        self._in_tail = False
         self._header_bytes = 0
         self._exact_header_bytes = 0
         self._header_fields = 0
@@ -145,15 +286,25 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._exact_header_bytes += len(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        """Count one field (``name: value`` and its line break)."""
-        super().on_header(name, value)
+        """Count one field (``name: value`` and its line break); a trailer field is dropped."""
         self._header_fields += 1
         self._exact_header_bytes += len(name) + len(value) + 4
+        if not self._in_headers:
+            if (
+                self._exact_header_bytes > self.limits.max_header_bytes
+                or self._header_fields > self.limits.max_headers
+            ) and not self.transport.is_closing():
+                self._refuse_raw(431, "HEADERS_TOO_LARGE", self._header_limit_text())
+            return
+        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         """Start the request, or a refusal in its place (431, 503); arm the body deadline."""
         self._in_headers = False
+        self._in_tail = True
+        self._tail_bytes = 0
         self._disarm()
+        self._host_from_absolute_target()
         refusal = self._refusal_after_headers()
         if refusal is None:
             super().on_headers_complete()
@@ -163,6 +314,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 super().on_headers_complete()
             finally:
                 self.app = app
+        cycle: RequestResponseCycle | None = self.cycle
+        if cycle is not None:
+            cycle.transport = self._writes  # type: ignore[assignment]  # the calls it makes
         self._arm(self.limits.body_timeout, "BODY_TIMEOUT")
 
     def on_message_complete(self) -> None:
@@ -170,7 +324,17 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._disarm()
         super().on_message_complete()
         self._in_headers = True
+        self._in_tail = False
         self._header_bytes = 0
+
+    def _host_from_absolute_target(self) -> None:
+        """For ``http://authority/path`` the authority is the host (RFC 9112 section 3.2.2)."""
+        scheme, separator, rest = self.url.partition(b"://")
+        if not separator or scheme.lower() not in (b"http", b"https"):
+            return
+        authority = rest.split(b"/", 1)[0].split(b"?", 1)[0]
+        self.headers[:] = [(name, value) for name, value in self.headers if name != b"host"]
+        self.headers.append((b"host", authority))
 
     def _refusal_after_headers(self) -> _PlainAnswer | None:
         if (
@@ -187,6 +351,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 [*self._stamps(), (b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
             )
         return None
+
+    def _tail_limit_text(self) -> str:
+        return (
+            f"The request sent more than {self.limits.max_tail_bytes} bytes after its header "
+            f"section (the body limit is {self.limits.max_body_bytes} bytes)."
+        )
 
     def _header_limit_text(self) -> str:
         return (
@@ -208,13 +378,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._deadline = None
         if self.transport.is_closing():
             return
-        cycle: RequestResponseCycle | None = self.cycle  # None before the first request
-        answering = cycle is not None and cycle.response_started and not cycle.response_complete
-        answered = cycle is not None and cycle.response_complete and reason == "BODY_TIMEOUT"
-        if answering or answered:  # e.g. a 413 sent before the body: no second answer
-            self._log(None, reason)
-            self.transport.close()
-            return
         phase = "header section" if reason == "HEADER_TIMEOUT" else "body"
         seconds = (
             self.limits.header_timeout if reason == "HEADER_TIMEOUT" else self.limits.body_timeout
@@ -222,13 +385,33 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._refuse_raw(408, reason, f"The request {phase} did not arrive within {seconds:g} s.")
 
     def _refuse_raw(self, status: int, reason: str, text: str) -> None:
-        """Answer without a request cycle (none exists or it must not answer) and close."""
+        """Answer without a request cycle (none exists or it must not answer) and close.
+
+        Once a response started, a second one would corrupt it: then only close.
+        """
+        cycle: RequestResponseCycle | None = self.cycle  # None before the first request
+        answering = cycle is not None and cycle.response_started and not cycle.response_complete
+        answered = cycle is not None and cycle.response_complete and not self._in_headers
+        if answering or answered:  # e.g. a 413 sent before the body: no second answer
+            self._log(None, reason)
+            self._close()
+            return
         self._log(status, reason)
+        self.transport.write(_plain_response(status, text, self._stamps()))
+        self._close()
+
+    def _close(self) -> None:
+        """Close the connection; the request in progress sees a disconnect, its writes nothing.
+
+        The write deadline stays: an answer the client does not read keeps a closing transport
+        open until it fires.
+        """
         self._disarm()
         cycle: RequestResponseCycle | None = self.cycle
         if cycle is not None:
             cycle.keep_alive = False
-        self.transport.write(_plain_response(status, text, self._stamps()))
+            cycle.disconnected = True
+            cycle.message_event.set()
         self.transport.close()
 
     def _log(self, status: int | None, reason: str) -> None:
@@ -243,7 +426,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
 
 _REASONS: Final = {
+    400: b"Bad Request",
     408: b"Request Timeout",
+    413: b"Content Too Large",
     431: b"Request Header Fields Too Large",
     503: b"Service Unavailable",
 }
@@ -263,6 +448,29 @@ def _plain_response(status: int, text: str, extra: Headers) -> bytes:
     lines = [b"HTTP/1.1 %d %s" % (status, _REASONS[status])]
     lines += [name + b": " + value for name, value in _plain_headers(body, extra)]
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+class _ClosingSafeTransport:
+    """What a request cycle writes through: nothing once the connection is closing.
+
+    uvloop closes a transport on a reset before the protocol hears of it; a write in between
+    raises ``RuntimeError`` out of the application's ``send``, logged as its error.
+    """
+
+    __slots__ = ("_transport",)
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def write(self, data: bytes) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def close(self) -> None:
+        self._transport.close()
 
 
 class _PlainAnswer:
