@@ -25,7 +25,14 @@ from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
-SEARCH, HOLD, CONFIRM, GET, LIST, CANCEL, RESCHEDULE = LOGICAL_TOOLS
+# By name, not by position: a tool added to the registry leaves these lookups (and the file) intact.
+SEARCH = BY_NAME["booking.search_available_slots"].name
+HOLD = BY_NAME["booking.hold_slot"].name
+CONFIRM = BY_NAME["booking.confirm_booking"].name
+GET = BY_NAME["booking.get_booking"].name
+LIST = BY_NAME["booking.list_bookings"].name
+CANCEL = BY_NAME["booking.cancel_booking"].name
+RESCHEDULE = BY_NAME["booking.reschedule_booking"].name
 
 # Realistic requests (agent or user phrasing) and the tool that should rank first.
 GOLDEN: list[tuple[str, str, str]] = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,13 @@ def test_every_entry_maps_its_schema_valid_arguments_to_a_command(name: str) -> 
         },
     }
     tool = BY_NAME[name]
+    tables: dict[str, Mapping[str, Any]] = {"examples": examples, "COMMANDS": COMMANDS}
+    missing = [table for table, known in tables.items() if name not in known]
+    assert not missing, (
+        f"{name} is registered but missing from {' and '.join(missing)} in "
+        "tests/unit/test_tool_registry.py: add schema-valid example arguments to `examples` "
+        "(in this test) and its command class to `COMMANDS` (below the test)"
+    )
     arguments = examples[name]
     assert REGISTRY[tool.input_schema].validator.is_valid(arguments)
     command = tool.command(arguments)

@@ -10,8 +10,9 @@ that names them for a model (the instructions' flow, recovery sentences, schema 
 to it by a test; the idempotency scopes of ``replay.IdempotencyScope`` spell four of them, as
 persisted names.
 
-Adding a logical tool is its input schema in ``schemas/``, one entry here, its use case on
-``BookingService`` and its tests (NOTES.md, "Adding a logical tool").
+Adding a logical tool is its input schema in ``schemas/`` (and, for a new result shape, its
+result schema and renderer), one entry here, its use case on ``BookingService`` and its tests,
+README's tool table included (NOTES.md, "Adding a logical tool", lists each place).
 """
 
 from __future__ import annotations
