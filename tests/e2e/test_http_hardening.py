@@ -248,20 +248,29 @@ def test_more_header_fields_than_allowed_get_431(port: int) -> None:
     assert response.status == 431
 
 
-def test_a_header_that_never_ends_is_refused_without_being_buffered_whole(port: int) -> None:
+def _flood(port: int, start: bytes, filler: bytes, most: int) -> tuple[int, RawResponse | None]:
+    """Send ``start``, then ``filler`` until the server closes or ``most`` bytes went out.
+
+    Returns the filler bytes sent and the answer (None: closed or reset unanswered).
+    """
+    sent = 0
     with connect(port) as sock:
-        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Endless: ")
-        sent = 0
+        sock.sendall(start)
         try:
-            while sent < 64 * MAX_HEADER_BYTES:
-                sock.sendall(b"a" * 4096)
-                sent += 4096
+            while sent < most:
+                sock.sendall(filler)
+                sent += len(filler)
         except (BrokenPipeError, ConnectionResetError):
             pass  # refused and closed while we were still sending
         try:
-            response = read_response(sock)
+            return sent, read_response(sock)
         except ConnectionResetError:
-            response = None
+            return sent, None
+
+
+def test_a_header_that_never_ends_is_refused_without_being_buffered_whole(port: int) -> None:
+    start = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Endless: "
+    sent, response = _flood(port, start, b"a" * 4096, 64 * MAX_HEADER_BYTES)
     assert sent < 64 * MAX_HEADER_BYTES or response is not None
     if response is not None:
         assert response.status == 431
@@ -633,19 +642,7 @@ def test_trailers_without_end_are_refused_before_they_are_held(
     port: int, tail: bytes, filler: bytes, status: int
 ) -> None:
     start = _chunked_discover(trailers=b"")[:-2] + tail  # the final CRLF never comes
-    sent = 0
-    with connect(port) as sock:
-        sock.sendall(start)
-        try:
-            while sent < 64 * 1024 * 1024:
-                sock.sendall(filler)
-                sent += len(filler)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # refused and closed while we were still sending
-        try:
-            response = read_response(sock)
-        except ConnectionResetError:
-            response = None
+    sent, response = _flood(port, start, filler, 64 * 1024 * 1024)
     assert sent < 8 * 1024 * 1024
     assert response is None or response.status == status
 
