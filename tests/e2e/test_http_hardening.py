@@ -14,6 +14,7 @@ import os
 import re
 import select
 import socket
+import sqlite3
 import string
 import struct
 import time
@@ -768,3 +769,38 @@ def test_a_client_resetting_mid_answer_is_no_application_error(server: ServerPro
     assert answered is not None
     assert answered.status == 200
     assert not [line for line in server.stderr_lines if "Exception in ASGI" in line]
+
+
+def test_a_request_answered_before_its_body_still_ends_with_the_keep_alive(port: int) -> None:
+    """The app's 413 comes before the body; once the body is in, the connection idles out."""
+    stamp = now_stamp()
+    headers = {**stamped_headers(stamp, "server/discover"), "Content-Length": "40000"}
+    with connect(port) as sock:
+        sock.sendall(request("/mcp", b"", headers=headers))
+        refused = read_response(sock)
+        assert refused is not None
+        assert refused.status == 413
+        sock.sendall(b" " * 40000)  # the announced body, after its answer
+        assert closed_by_server(sock)  # within the keep-alive time, not never
+
+
+def test_a_late_pipelined_body_never_answers_in_an_earlier_requests_place(
+    server: ServerProcess, port: int
+) -> None:
+    """Request A waits for the database; B's body is late: B's 408 must not become A's answer."""
+    stamp = now_stamp()
+    named = {**stamped_headers(stamp, "tools/call"), "Mcp-Name": "tool_catalog.call"}
+    hold = request("/mcp", _hold(stamp), headers=named)
+    unfinished = {**stamped_headers(stamp, "tools/list"), "Content-Length": "5"}
+    late = request("/mcp", b"", headers=unfinished)
+    writer = sqlite3.connect(server.db_path, isolation_level=None, timeout=5)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # A's write waits for this lock
+        with connect(port) as sock:
+            sock.sendall(hold + late)  # B's body never comes: its deadline passes first
+            server.wait_for_stderr(functools.partial(_names_reason, "BODY_TIMEOUT"))
+            writer.execute("ROLLBACK")  # A goes on; its answer has nowhere to go
+            first = read_response(sock)
+    finally:
+        writer.close()
+    assert first is None or first.status == 200  # never a 408 in A's place

@@ -197,6 +197,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 self._arm(self.limits.header_timeout, "HEADER_TIMEOUT")
             self._header_bytes += len(data)
         else:
+            if self._deadline is None:  # the body again after it was held: a fresh deadline
+                self._arm(self.limits.body_timeout, "BODY_TIMEOUT")
             self._tail_bytes += len(data)
         # A read that ends one part also carries the next: the next counts from zero (callbacks
         # reset the counts), so a count runs over only on reads that stay within its part.
@@ -214,21 +216,25 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            if self._should_upgrade():
-                self.handle_websocket_upgrade()
-            else:
-                self._unsupported_upgrade_warning()
+            pass  # nothing is upgraded (uvicorn runs with ws="none"): answered as plain HTTP
         except httptools.HttpParserError:
             self._refuse_raw(400, "MALFORMED_HTTP", "The request is not valid HTTP/1.1.")
 
     def _answering(self) -> bool:
-        """Whether a request read whole is still being answered (what arrives now is the next)."""
+        """Whether what arrives now waits for an earlier answer.
+
+        So it does behind a request queued behind another (its body included) and behind the
+        last request read whole and not yet answered.
+        """
         cycle: RequestResponseCycle | None = self.cycle
+        if self.pipeline:
+            return True
         return cycle is not None and not cycle.more_body and not cycle.response_complete
 
     def _hold(self, data: bytes) -> None:
         self._held += data
         self.flow.pause_reading()
+        self._disarm()  # the wait is ours, not the client's: a fresh deadline once fed
         if len(self._held) > MAX_HELD_BYTES:
             self._held.clear()
             self._log(None, "PIPELINE_TOO_DEEP")
@@ -320,12 +326,26 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._arm(self.limits.body_timeout, "BODY_TIMEOUT")
 
     def on_message_complete(self) -> None:
-        """The request is read: no read deadline until the next one begins."""
+        """The request is read: no read deadline until the next one begins.
+
+        A request answered before its body ended (the application's 413) left no keep-alive
+        timer (the body's bytes cancelled it): it starts now, or the connection idles forever.
+        """
         self._disarm()
         super().on_message_complete()
         self._in_headers = True
         self._in_tail = False
         self._header_bytes = 0
+        cycle: RequestResponseCycle | None = self.cycle
+        if (
+            cycle is not None
+            and cycle.response_complete
+            and self.timeout_keep_alive_task is None
+            and not self.transport.is_closing()
+        ):
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
 
     def _host_from_absolute_target(self) -> None:
         """For ``http://authority/path`` the authority is the host (RFC 9112 section 3.2.2)."""
@@ -387,12 +407,17 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def _refuse_raw(self, status: int, reason: str, text: str) -> None:
         """Answer without a request cycle (none exists or it must not answer) and close.
 
-        Once a response started, a second one would corrupt it: then only close.
+        Only close when the answer would land in another's place: an earlier request is still
+        unanswered (queued behind another, or the last one while the next one's headers are
+        read), this one's answer started, or it was answered before its body ended.
         """
         cycle: RequestResponseCycle | None = self.cycle  # None before the first request
+        earlier = bool(self.pipeline) or (
+            self._in_headers and cycle is not None and not cycle.response_complete
+        )
         answering = cycle is not None and cycle.response_started and not cycle.response_complete
         answered = cycle is not None and cycle.response_complete and not self._in_headers
-        if answering or answered:  # e.g. a 413 sent before the body: no second answer
+        if earlier or answering or answered:  # e.g. a 413 sent before the body: no second one
             self._log(None, reason)
             self._close()
             return
