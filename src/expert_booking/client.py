@@ -22,6 +22,7 @@ import httpx2
 import mcp_types
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import METHOD_NOT_FOUND
 
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.domain.model import format_instant
@@ -301,7 +302,7 @@ async def open_client(
                     raise ServerConnectionError(url, probe.cause(_root_cause(exc))) from None
                 yield client
         except BaseExceptionGroup as group:
-            lost = _transport_failure(group)
+            lost = _transport_failure(group, url)
             if lost is None:
                 raise
             raise ServerConnectionError(url, lost, connected=True) from group
@@ -325,7 +326,8 @@ class _DiscoverRefusal:
         serves MCP at that path, which the SDK reports as an unknown method (-32601).
         """
         if isinstance(self.error, httpx2.HTTPStatusError):
-            return self.error
+            unknown = isinstance(final, MCPError) and final.error.code == METHOD_NOT_FOUND
+            return self.error if unknown else final
         legacy = isinstance(final, MCPError) and final.error.code in _VERSION_REFUSALS
         return self.error if legacy and self.error is not None else final
 
@@ -385,10 +387,11 @@ _VERSION_REFUSALS: Final = frozenset({-32020, -32022})
 """A missing or unsupported ``MCP-Protocol-Version``: how a 2026-only server refuses legacy."""
 
 
-def _transport_failure(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The first failure when every leaf of ``group`` is an HTTP transport failure; else None.
+def _transport_failure(group: BaseExceptionGroup[BaseException], url: str) -> BaseException | None:
+    """The first leaf of ``group`` when each is a transport failure of a request to ``url``.
 
-    Anything else in the group (the block's own exception) keeps the group as it is.
+    None otherwise: anything else in the group (the block's own exception, its own HTTP calls
+    elsewhere) keeps the group as it is.
     """
     leaves: list[BaseException] = []
     pending: list[BaseException] = [group]
@@ -398,9 +401,19 @@ def _transport_failure(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
             pending[:0] = exc.exceptions
         else:
             leaves.append(exc)
-    if leaves and all(isinstance(leaf, httpx2.TransportError) for leaf in leaves):
+    endpoint = httpx2.URL(url)
+    if leaves and all(_failed_request_to(leaf, endpoint) for leaf in leaves):
         return leaves[0]
     return None
+
+
+def _failed_request_to(exc: BaseException, endpoint: httpx2.URL) -> bool:
+    if not isinstance(exc, httpx2.TransportError):
+        return False
+    try:
+        return exc.request.url == endpoint
+    except RuntimeError:  # raised without its request: not known to be ours
+        return False
 
 
 def _root_cause(exc: BaseException) -> BaseException:

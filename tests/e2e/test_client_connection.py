@@ -91,3 +91,21 @@ async def test_a_hold_cut_off_by_the_read_timeout_may_commit_and_its_key_replays
         listed = await _call(server.url, "booking.list_bookings", by_key)
     assert retried["ok"] is True, retried
     assert [b["bookingId"] for b in listed["data"]["bookings"]] == [retried["data"]["bookingId"]]
+
+
+async def test_the_blocks_own_http_failures_elsewhere_are_not_relabelled(
+    stub_server: ServerProcess,
+):
+    """Only failures of requests to the MCP endpoint become ServerConnectionError."""
+    with pytest.raises(ExceptionGroup) as excinfo, anyio.fail_after(20):
+        await _fail_elsewhere_inside(stub_server.url)
+    assert excinfo.group_contains(httpx2.ConnectError)
+
+
+async def _fail_elsewhere_inside(url: str) -> None:
+    elsewhere = httpx2.Request("GET", "http://127.0.0.1:1/another-service")
+    async with open_client(url) as client:
+        await client.list_tools()
+        raise ExceptionGroup(
+            "the block's own calls", [httpx2.ConnectError("no", request=elsewhere)]
+        )

@@ -284,3 +284,22 @@ def test_a_chain_out_of_order_or_out_of_form_is_named(position, stamp, problem):
     assert error is not None
     assert error.startswith(f"stamp {position}")
     assert error.endswith(problem)
+
+
+async def test_a_404_probe_defers_to_a_fallback_refusal_that_says_more() -> None:
+    """The 404 explains only the fallback's "method not found"; another refusal is news."""
+
+    async def answer(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "server/discover":
+            return httpx2.Response(404, text="Not Found")
+        forbidden = {"code": -32001, "message": "Forbidden: scope booking:read required"}
+        return httpx2.Response(400, json={"jsonrpc": "2.0", "id": body["id"], "error": forbidden})
+
+    with pytest.raises(ServerConnectionError) as excinfo:
+        async with open_client(REFUSED_URL, transport=httpx2.MockTransport(answer)):
+            pytest.fail("connected to a refusing server")
+    assert str(excinfo.value).endswith(
+        "the server refused the connection: Forbidden: scope booking:read required "
+        "(JSON-RPC error -32001)"
+    )

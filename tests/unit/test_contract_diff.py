@@ -558,6 +558,35 @@ def test_the_released_contract_catches_a_break_the_last_commit_did_not_make(tmp_
     ]
 
 
+def test_a_version_no_release_has_may_break_again_before_the_release(tmp_path):
+    """v2 since the release: a second break before the release needs no v3; v1 still does."""
+    schemas, _ = _repository(tmp_path)
+    released = _release(tmp_path, "1.0.0", slot_input=_OLD, gone_result=_OLD)
+    bumped = _edit("/properties/count/maximum", 5)
+    bumped["$id"] = "urn:expert-booking:schema:example:v2"
+    _write(schemas, "slot_input.json", bumped)
+    _git(schemas.parent, "commit", "-q", "-a", "-m", "v2")
+    again = copy.deepcopy(bumped)
+    again["properties"]["count"]["maximum"] = 3
+    _write(schemas, "slot_input.json", again)
+    _write(schemas, "gone_result.json", _edit("/properties/count/maximum", 3))
+    _git(schemas.parent, "commit", "-q", "-a", "-m", "break again")
+    base = find_base(None, cwd=schemas)  # the v2 commit
+
+    failures, notes = schema_diff(base, schemas, released)
+
+    assert failures == [
+        "gone_result.json: 1 breaking change(s), bump the v<N> at the end of $id to allow it",
+        "    /properties/count: maximum tightened to 3 (was 9)",
+    ]
+    assert notes == [
+        "slot_input.json: 1 breaking change(s), allowed, v2 is unreleased (release 1.0.0 has v1)",
+        "    /properties/count: maximum tightened to 3 (was 5)",
+    ]
+    assert schema_diff(base, schemas)[0][-2].startswith("slot_input.json: 1 breaking")
+    assert release_diff(released, schemas)[1] == failures  # the release step agrees on v1
+
+
 def test_the_released_contract_reports_removed_and_new_documents(tmp_path):
     released = _release(tmp_path, "1.0.0", slot_input=_OLD, gone_result=_OLD)
     schemas = tmp_path / "schemas"

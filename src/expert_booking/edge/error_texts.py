@@ -115,8 +115,8 @@ ERROR_TEXTS: Mapping[ErrorCode, ErrorText] = {
     ErrorCode.HUMAN_APPROVAL_EXPIRED: ErrorText(
         message="The approval is not fresh (too old, dated in the future, or dated before "
         "the intent it approves was issued).",
-        recovery="The approval is too old, dated in the future, or dated before the server "
-        "issued the intent it approves (details.reason STALE, FUTURE or BEFORE_INTENT); ask "
+        recovery="The approval is too old or dated before the server issued the intent it "
+        "approves (details.reason STALE or BEFORE_INTENT; FUTURE has its own sentence); ask "
         "the user to approve the current intent again and send the fresh approval.",
     ),
     ErrorCode.APPROVAL_INTENT_HASH_MISMATCH: ErrorText(
