@@ -180,7 +180,7 @@ def serve(
             clock=clock,
         ),
         lifespan="on",
-        ws="none",  # no WebSocket: an Upgrade is answered as plain HTTP (edge/http_limits.py)
+        ws="none",  # no WebSocket: an Upgrade is refused (edge/http_limits.py)
         # uvicorn would rewrite the peer from X-Forwarded-For sent from 127.0.0.1 (its default
         # FORWARDED_ALLOW_IPS): the peer stays the socket's; access/caller.py reads forwarding
         # headers itself, from TRUSTED_PROXIES only (a quota bucket is never client-chosen).

@@ -804,3 +804,21 @@ def test_a_late_pipelined_body_never_answers_in_an_earlier_requests_place(
     finally:
         writer.close()
     assert first is None or first.status == 200  # never a 408 in A's place
+
+
+def test_an_upgrade_request_is_refused_in_plain_words_without_warnings(
+    server: ServerProcess, port: int
+) -> None:
+    """httptools cannot parse past an upgrade: the body would be lost, so no request runs."""
+    upgrade = {"Connection": "Upgrade", "Upgrade": "h2c"}
+    for _ in range(3):
+        refused = exchange(port, _discover_bytes(extra=upgrade))
+        assert refused is not None
+        assert refused.status == 400
+        assert (
+            refused.body
+            == b"Protocol upgrades are not supported: send the request without Upgrade."
+        )
+        assert_server_stamps(refused)
+    server.wait_for_stderr(functools.partial(_names_reason, "UPGRADE_UNSUPPORTED"))
+    assert not [line for line in server.stderr_lines if "Unsupported upgrade" in line]

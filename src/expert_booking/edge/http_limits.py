@@ -115,7 +115,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
       with ``Retry-After`` and the connection is closed; a connection beyond
       ``hard_max_connections`` is closed at once, unanswered, keeping descriptors free.
     - Malformed HTTP gets 400 through the same refusal path (stamped, logged at most
-      ``REFUSAL_LOG_LINES_PER_SECOND`` times a second), not uvicorn's unstamped one.
+      ``REFUSAL_LOG_LINES_PER_SECOND`` times a second), not uvicorn's unstamped one; so does
+      a request asking for a protocol upgrade (httptools cannot parse past one), where uvicorn
+      lost its body and logged two WARNINGs.
     - A request's writes become no-ops once the connection is closing, so a client that drops
       the connection mid-answer is not an application error.
 
@@ -216,7 +218,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            pass  # nothing is upgraded (uvicorn runs with ws="none"): answered as plain HTTP
+            pass  # refused with 400 at its headers (uvicorn runs with ws="none")
         except httptools.HttpParserError:
             self._refuse_raw(400, "MALFORMED_HTTP", "The request is not valid HTTP/1.1.")
 
@@ -363,6 +365,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         ):
             self._log(431, "HEADERS_TOO_LARGE")
             return _PlainAnswer(431, self._header_limit_text(), self._stamps())
+        if self.parser.should_upgrade():
+            # httptools stops at an upgrade and cannot resume: the body would be lost.
+            self._log(400, "UPGRADE_UNSUPPORTED")
+            text = "Protocol upgrades are not supported: send the request without Upgrade."
+            return _PlainAnswer(400, text, self._stamps())
         if len(self.connections) > self.limits.max_connections:
             self._log(503, "TOO_MANY_CONNECTIONS")
             return _PlainAnswer(
