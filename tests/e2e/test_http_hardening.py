@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -822,3 +823,68 @@ def test_an_upgrade_request_is_refused_in_plain_words_without_warnings(
         assert_server_stamps(refused)
     server.wait_for_stderr(functools.partial(_names_reason, "UPGRADE_UNSUPPORTED"))
     assert not [line for line in server.stderr_lines if "Unsupported upgrade" in line]
+
+
+def test_a_target_uvicorn_cannot_parse_never_answers_in_an_earlier_requests_place(
+    port: int,
+) -> None:
+    """llhttp takes ``http://a:99999999/mcp``; uvicorn's URL parser refuses it afterwards."""
+    bad = b"GET http://a:99999999/mcp HTTP/1.1\r\nHost: a\r\n\r\n"
+    with connect(port) as sock:
+        sock.sendall(_tools_list(41) + bad)
+        first = read_response(sock)
+    assert first is None or (first.status, first.json()["id"]) == (200, 41)
+
+
+def _server_send_queue(port: int, client_port: int) -> int | None:
+    """Unsent bytes of the server's end of a loopback connection; None once it is closed."""
+    local, remote = f"0100007F:{port:04X}", f"0100007F:{client_port:04X}"
+    for line in Path("/proc/net/tcp").read_text(encoding="ascii").splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[2] == remote and fields[3] == "01":  # ESTABLISHED
+            return int(fields[4].split(":")[0], 16)
+    return None
+
+
+def _settled_send_queue(port: int, client_port: int, before: int) -> int | None:
+    """The send queue once it stops moving after a request (1 s without change: no growth)."""
+    deadline = time.monotonic() + 10
+    last, still_since = before, time.monotonic()
+    while time.monotonic() < deadline:
+        now = _server_send_queue(port, client_port)
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since > (0.05 if now != before else 1.0):
+            return now
+        time.sleep(0.01)
+    return last
+
+
+def test_a_close_that_cannot_drain_to_a_client_reading_nothing_is_dropped(
+    server: ServerProcess, port: int
+) -> None:
+    """An answer stuck below the write buffer's high-water mark: the idle close must not wait
+    for it forever (the connection stayed open and counted)."""
+    stamp = now_stamp()
+    read = {"uri": "tool://booking.confirm_booking", "offset": 0, "limit": 200}
+    params = {"name": "tool_catalog.read", "arguments": read}
+    headers = {**stamped_headers(stamp, "tools/call"), "Mcp-Name": "tool_catalog.read"}
+    ask = request("/mcp", enveloped("tools/call", params, stamp), headers=headers)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    with sock:
+        sock.connect(("127.0.0.1", port))
+        client_port = sock.getsockname()[1]
+        queued = _server_send_queue(port, client_port) or 0
+        for _ in range(400):  # until an answer stays in the server's own buffer
+            sock.sendall(ask)
+            settled = _settled_send_queue(port, client_port, queued)
+            if settled is None or settled == queued:
+                break
+            queued = settled
+        assert _server_send_queue(port, client_port) is not None  # open, answer unread
+        deadline = time.monotonic() + 15  # keep-alive 1 s, then the close's 1 s
+        while _server_send_queue(port, client_port) is not None:
+            assert time.monotonic() < deadline, "the server kept the connection open"
+            time.sleep(0.05)
+    server.wait_for_stderr(functools.partial(_names_reason, "RESPONSE_UNREAD"))

@@ -15,6 +15,7 @@ request reached the application to be received. Everything else is uvicorn's cod
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -106,7 +107,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
       ``body_timeout`` seconds after the headers. A late request gets 408 if no response has
       started, and the connection is closed either way. Idle time between requests is
       uvicorn's ``timeout_keep_alive``. A response the client leaves unread (the write buffer
-      stays above its high-water mark) for ``body_timeout`` seconds closes the connection.
+      stays above its high-water mark) for ``body_timeout`` seconds drops the connection, and
+      so does a close (idle, refused, ``Connection: close``) still waiting to drain then.
     - Pipelining: bytes that arrive while a request that was read whole is being answered are
       held unparsed, with reading paused, and parsed once the answer is complete; so at most one
       read's worth of requests waits in uvicorn's queue. More than ``MAX_HELD_BYTES`` held
@@ -151,9 +153,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         """Start counting and arm the first request's header deadline (or close at once)."""
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        self._lost = False
         self._held = bytearray()
         super().connection_made(transport)
-        self._writes = _ClosingSafeTransport(transport)
+        self._writes = _ClosingSafeTransport(transport, self._close_transport)
         self._in_headers = True
         self._in_tail = False
         self._header_bytes = 0
@@ -168,8 +172,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Drop the deadlines with the connection."""
+        self._lost = True
         self._disarm()
         self._disarm_write()
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
         self._held.clear()
         super().connection_lost(exc)
 
@@ -307,10 +315,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        """Start the request, or a refusal in its place (431, 503); arm the body deadline."""
-        self._in_headers = False
-        self._in_tail = True
-        self._tail_bytes = 0
+        """Start the request, or a refusal in its place (431, 503); arm the body deadline.
+
+        The header phase ends only once uvicorn made the request: its ``parse_url`` may still
+        refuse the target (a port past 65535), and that refusal must see an earlier request
+        still being answered.
+        """
         self._disarm()
         self._host_from_absolute_target()
         refusal = self._refusal_after_headers()
@@ -322,6 +332,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 super().on_headers_complete()
             finally:
                 self.app = app
+        self._in_headers = False
+        self._in_tail = True
+        self._tail_bytes = 0
         cycle: RequestResponseCycle | None = self.cycle
         if cycle is not None:
             cycle.transport = self._writes  # type: ignore[assignment]  # the calls it makes
@@ -435,8 +448,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def _close(self) -> None:
         """Close the connection; the request in progress sees a disconnect, its writes nothing.
 
-        The write deadline stays: an answer the client does not read keeps a closing transport
-        open until it fires.
+        An answer the client does not read cannot keep it open: see ``_close_transport``.
         """
         self._disarm()
         cycle: RequestResponseCycle | None = self.cycle
@@ -444,7 +456,29 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             cycle.keep_alive = False
             cycle.disconnected = True
             cycle.message_event.set()
+        self._close_transport()
+
+    def _close_transport(self) -> None:
+        """Close once what is written has drained, or abort ``body_timeout`` seconds later.
+
+        ``close()`` waits for the write buffer; a client that reads nothing keeps it full, and
+        the connection open and counted, for good, below the high-water mark where no
+        ``pause_writing`` deadline runs.
+        """
         self.transport.close()
+        if self._linger is None and not self._lost:
+            self._linger = self.loop.call_later(self.limits.body_timeout, self._abort_unread)
+
+    def _abort_unread(self) -> None:
+        self._linger = None
+        if not self._lost:
+            self._log(None, "RESPONSE_UNREAD")
+            self.transport.abort()
+
+    def timeout_keep_alive_handler(self) -> None:
+        """Uvicorn's idle close, with the same bound on an answer left unread."""
+        if not self.transport.is_closing():
+            self._close_transport()
 
     def _log(self, status: int | None, reason: str) -> None:
         scope: dict[str, Any] | None = self.scope  # type: ignore[assignment]  # None before a request
@@ -489,10 +523,11 @@ class _ClosingSafeTransport:
     raises ``RuntimeError`` out of the application's ``send``, logged as its error.
     """
 
-    __slots__ = ("_transport",)
+    __slots__ = ("_close", "_transport")
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, close: Callable[[], None]) -> None:
         self._transport = transport
+        self._close = close
 
     def write(self, data: bytes) -> None:
         if not self._transport.is_closing():
@@ -502,7 +537,7 @@ class _ClosingSafeTransport:
         return self._transport.is_closing()
 
     def close(self) -> None:
-        self._transport.close()
+        self._close()
 
 
 class _PlainAnswer:
