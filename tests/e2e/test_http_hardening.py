@@ -849,7 +849,8 @@ def _server_send_queue(port: int, client_port: int) -> int | None:
 def _settled_send_queue(port: int, client_port: int, before: int) -> int | None:
     """The send queue once it stops moving after a request (1 s without change: no growth)."""
     deadline = time.monotonic() + 10
-    last, still_since = before, time.monotonic()
+    last: int | None = before
+    still_since = time.monotonic()
     while time.monotonic() < deadline:
         now = _server_send_queue(port, client_port)
         if now != last:
