@@ -406,6 +406,26 @@ async def test_malformed_json_gets_400_parse_error_with_null_id() -> None:
     assert (body["id"], body["error"]["code"]) == (None, -32700)
 
 
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda text: text.replace('"ping"', "NaN").encode(),  # no JSON value
+        lambda text: text.replace('"ping"', "-Infinity").encode(),
+        lambda text: text.encode("utf-16"),  # JSON text is UTF-8
+        lambda text: text.encode("utf-32"),
+        lambda text: text.replace('"ping"', '"\ud800"').encode("utf-8", "surrogatepass"),
+    ],
+    ids=["nan", "infinity", "utf-16", "utf-32", "encoded-surrogate"],
+)
+async def test_what_rfc_8259_is_not_gets_400_parse_error(encode: Any) -> None:
+    text = json.dumps(rpc(arguments={"limit": "ping"}))  # "ping" becomes each case's value
+    async with http() as c:
+        response = await post(c, encode(text))
+    body = error_of(response)
+    assert response.status_code == 400
+    assert (body["id"], body["error"]["code"]) == (None, -32700)
+
+
 async def test_a_batch_array_is_left_to_the_sdk() -> None:
     async with http() as c:
         response = await post(c, [rpc()])

@@ -32,10 +32,22 @@ SEND_VERSION = (
 )
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON value (RFC 8259)")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
+"""Made once: ``json.loads`` with a keyword builds a decoder per call."""
+
+
 def check_message(headers: dict[bytes, str | None], body: bytes) -> tuple[Any, Refusal | None]:
-    """Version and JSON checks: the parsed body (or ``_UNPARSEABLE``) and any refusal."""
+    """Version and JSON checks: the parsed body (or ``_UNPARSEABLE``) and any refusal.
+
+    JSON is RFC 8259's: UTF-8 only (``json.loads`` of bytes would also take UTF-16 and UTF-32,
+    and surrogates encoded in UTF-8), no ``NaN`` or ``Infinity``.
+    """
     try:
-        decoded: Any = json.loads(body)
+        decoded: Any = _DECODER.decode(body.decode("utf-8"))
     except RecursionError:
         decoded = _TOO_DEEP
     except ValueError:
