@@ -889,3 +889,30 @@ def test_a_close_that_cannot_drain_to_a_client_reading_nothing_is_dropped(
             assert time.monotonic() < deadline, "the server kept the connection open"
             time.sleep(0.05)
     server.wait_for_stderr(functools.partial(_names_reason, "RESPONSE_UNREAD"))
+
+
+def test_a_version_other_than_http_1_is_refused_with_505(port: int) -> None:
+    discover = _discover_bytes().replace(b" HTTP/1.1\r\n", b" HTTP/2.0\r\n", 1)
+    response = exchange(port, discover)
+    assert response is not None
+    assert response.status == 505
+    assert_server_stamps(response)
+
+
+def test_a_transfer_coding_other_than_chunked_is_refused_with_501(port: int) -> None:
+    """RFC 9112 6.1: llhttp decodes "gzip, chunked" as chunked, gzip bytes and all."""
+    stamp = now_stamp()
+    body = json.dumps(enveloped("server/discover", {}, stamp)).encode()
+    coded = {
+        **stamped_headers(stamp, "server/discover"),
+        "Content-Length": "",
+        "Transfer-Encoding": "gzip, chunked",
+    }
+    framed = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    response = exchange(port, request("/mcp", b"", headers=coded) + framed)
+    assert response is not None
+    assert response.status == 501
+    assert_server_stamps(response)
+    plain = exchange(port, _chunked_discover(trailers=b""))  # chunked alone is served
+    assert plain is not None
+    assert plain.status == 200

@@ -116,6 +116,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     - Connections: a request on a connection beyond ``max_connections`` open ones gets 503
       with ``Retry-After`` and the connection is closed; a connection beyond
       ``hard_max_connections`` is closed at once, unanswered, keeping descriptors free.
+    - A version other than HTTP/1.1 or 1.0 gets 505, a transfer coding other than chunked 501.
     - Malformed HTTP gets 400 through the same refusal path (stamped, logged at most
       ``REFUSAL_LOG_LINES_PER_SECOND`` times a second), not uvicorn's unstamped one; so does
       a request asking for a protocol upgrade (httptools cannot parse past one), where uvicorn
@@ -290,6 +291,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         """A new request: count its header section from zero."""
         super().on_message_begin()
+        self._coding: bytes | None = None
         self._in_headers = True
         self._in_tail = False
         self._header_bytes = 0
@@ -305,6 +307,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         """Count one field (``name: value`` and its line break); a trailer field is dropped."""
         self._header_fields += 1
         self._exact_header_bytes += len(name) + len(value) + 4
+        if len(name) == _CODING_LENGTH and name.lower() == b"transfer-encoding":
+            self._coding = value  # llhttp refuses a second one
         if not self._in_headers:
             if (
                 self._exact_header_bytes > self.limits.max_header_bytes
@@ -378,6 +382,14 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         ):
             self._log(431, "HEADERS_TOO_LARGE")
             return _PlainAnswer(431, self._header_limit_text(), self._stamps())
+        if self.parser.get_http_version() not in _VERSIONS:
+            self._log(505, "HTTP_VERSION_UNSUPPORTED")
+            return _PlainAnswer(505, "This server speaks HTTP/1.1 (and 1.0).", self._stamps())
+        if self._coding is not None and self._coding.strip().lower() != b"chunked":
+            # llhttp reads "gzip, chunked" as chunked and hands the application gzip bytes.
+            self._log(501, "TRANSFER_CODING_UNSUPPORTED")
+            text = "The only transfer coding understood is chunked (RFC 9112 section 6.1)."
+            return _PlainAnswer(501, text, self._stamps())
         if self.parser.should_upgrade():
             # httptools stops at an upgrade and cannot resume: the body would be lost.
             self._log(400, "UPGRADE_UNSUPPORTED")
@@ -490,6 +502,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             peer=self.client,
         )
 
+
+_VERSIONS: Final = frozenset({"1.1", "1.0"})
+_CODING_LENGTH: Final = len(b"transfer-encoding")
 
 _REASONS: Final = {
     400: b"Bad Request",
