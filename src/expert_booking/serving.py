@@ -146,7 +146,7 @@ def serve(
     """Serve ``app`` on ``host:port`` (or the already bound ``sock``) until a stop signal; 0.
 
     uvloop when installed, uvicorn's httptools protocol with the ``HTTP_*`` bounds of
-    ``limits`` (default settings) (:class:`~expert_booking.edge.http_limits.BoundedHttpProtocol`),
+    ``limits`` (default settings) (:class:`~expert_booking.edge.http_protocol.BoundedHttpProtocol`),
     no access log, a graceful shutdown of :func:`graceful_shutdown_seconds`, the JSON logging of
     :func:`configure_logging` on stderr for every logger, uvicorn's and the SDK's included
     (``log_handler``, when the app was given it for its action lines), ``gc.freeze()`` and the
@@ -159,7 +159,8 @@ def serve(
         ListenError: ``sock`` was not given and ``host:port`` cannot be bound.
     """
     exit_cleanly_on_signals()
-    from expert_booking.edge.http_limits import BoundedHttpProtocol, HttpLimits  # noqa: PLC0415
+    from expert_booking.edge.http_limits import HttpLimits  # noqa: PLC0415
+    from expert_booking.edge.http_protocol import BoundedHttpProtocol  # noqa: PLC0415
     from expert_booking.edge.json_logging import configure_logging  # noqa: PLC0415
     from expert_booking.edge.refusals import RefusalLog  # noqa: PLC0415
     from expert_booking.settings import Settings  # noqa: PLC0415
@@ -180,7 +181,7 @@ def serve(
             clock=clock,
         ),
         lifespan="on",
-        ws="none",  # no WebSocket: an Upgrade is refused (edge/http_limits.py)
+        ws="none",  # no WebSocket: an Upgrade is refused (edge/http_protocol.py)
         # uvicorn would rewrite the peer from X-Forwarded-For sent from 127.0.0.1 (its default
         # FORWARDED_ALLOW_IPS): the peer stays the socket's; access/caller.py reads forwarding
         # headers itself, from TRUSTED_PROXIES only (a quota bucket is never client-chosen).
