@@ -877,12 +877,14 @@ def test_a_close_that_cannot_drain_to_a_client_reading_nothing_is_dropped(
         sock.connect(("127.0.0.1", port))
         client_port = sock.getsockname()[1]
         queued = _server_send_queue(port, client_port) or 0
-        for _ in range(400):  # until an answer stays in the server's own buffer
+        for _ in range(1000):  # until an answer stays in the server's own buffer (~4 MB kernel)
             sock.sendall(ask)
             settled = _settled_send_queue(port, client_port, queued)
             if settled is None or settled == queued:
                 break
             queued = settled
+        else:
+            pytest.fail("the server's socket kept taking answers: its send buffer never filled")
         assert _server_send_queue(port, client_port) is not None  # open, answer unread
         deadline = time.monotonic() + 15  # keep-alive 1 s, then the close's 1 s
         while _server_send_queue(port, client_port) is not None:
