@@ -552,22 +552,23 @@ def run_release(path: Path = RELEASED, folder: Path = SCHEMAS, version: str | No
     """
     version = version or project_version()
     problems = check_documents(folder)
-    try:
-        release, failures, _ = release_diff(path, folder) if path.exists() else (None, [], [])
-    except ReleasedContractError as exc:
-        print(f"FAIL {exc}; restore it from git, it records the last release")
-        return 1
     documents = current_documents(folder)
     text = released_text(version, documents)
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        print(f"{path.name} already records release {version} as schemas/ is now")
-        return 0
-    if release == version:
-        problems.append(
-            f"release {version} is already recorded with other schemas; bump [project] "
-            "version in pyproject.toml first"
-        )
-    problems.extend(failures)
+    if path.exists():
+        try:
+            release, released = load_released(path)
+        except ReleasedContractError as exc:
+            print(f"FAIL {exc}; restore it from git, it records the last release")
+            return 1
+        if path.read_text(encoding="utf-8") == text:
+            print(f"{path.name} already records release {version} as schemas/ is now")
+            return 0
+        if release == version:
+            problems.append(
+                f"release {version} is already recorded with other schemas; bump [project] "
+                "version in pyproject.toml first"
+            )
+        problems.extend(compare_documents(documents, released, f"release {release}")[0])
     if problems:
         for problem in problems:
             print(f"       {problem}" if problem.startswith(" ") else f"FAIL {problem}")

@@ -12,7 +12,7 @@ real send boundary. :class:`ClientSentAtTransport` does that for any ``httpx2`` 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from itertools import pairwise
@@ -393,14 +393,7 @@ def _transport_failure(group: BaseExceptionGroup[BaseException], url: str) -> Ba
     None otherwise: anything else in the group (the block's own exception, its own HTTP calls
     elsewhere) keeps the group as it is.
     """
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop(0)
-        if isinstance(exc, BaseExceptionGroup):
-            pending[:0] = exc.exceptions
-        else:
-            leaves.append(exc)
+    leaves = list(_leaves(group))
     endpoint = httpx2.URL(url)
     if leaves and all(_failed_request_to(leaf, endpoint) for leaf in leaves):
         return leaves[0]
@@ -416,8 +409,15 @@ def _failed_request_to(exc: BaseException, endpoint: httpx2.URL) -> bool:
         return False
 
 
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, depth first; ``exc`` if it is none."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
 def _root_cause(exc: BaseException) -> BaseException:
     """The first leaf of (nested) exception groups: the task group wraps the real failure."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+    return next(_leaves(exc), exc)

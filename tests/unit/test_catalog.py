@@ -25,14 +25,14 @@ from expert_booking.edge.tool_registry import LOGICAL_NAMES as LOGICAL_TOOLS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = SchemaRegistry.load()
-# By name, not by position: a tool added to the registry leaves these lookups (and the file) intact.
-SEARCH = BY_NAME["booking.search_available_slots"].name
-HOLD = BY_NAME["booking.hold_slot"].name
-CONFIRM = BY_NAME["booking.confirm_booking"].name
-GET = BY_NAME["booking.get_booking"].name
-LIST = BY_NAME["booking.list_bookings"].name
-CANCEL = BY_NAME["booking.cancel_booking"].name
-RESCHEDULE = BY_NAME["booking.reschedule_booking"].name
+# The golden set's tools by name (a tool added to the registry leaves them as they are).
+SEARCH, HOLD, CONFIRM = (
+    "booking.search_available_slots",
+    "booking.hold_slot",
+    "booking.confirm_booking",
+)
+GET, LIST = "booking.get_booking", "booking.list_bookings"
+CANCEL, RESCHEDULE = "booking.cancel_booking", "booking.reschedule_booking"
 
 # Realistic requests (agent or user phrasing) and the tool that should rank first.
 GOLDEN: list[tuple[str, str, str]] = [

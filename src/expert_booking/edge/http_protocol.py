@@ -19,7 +19,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from expert_booking.domain.model import format_instant
 from expert_booking.edge.http_limits import HttpLimits
@@ -199,10 +203,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self.flow.pause_reading()
         self._disarm()  # the wait is ours, not the client's: a fresh deadline once fed
         if len(self._held) > MAX_HELD_BYTES:
-            self._held.clear()
-            self._log(None, "PIPELINE_TOO_DEEP")
-            self._close()
-            self.transport.abort()
+            self._drop("PIPELINE_TOO_DEEP")
 
     def on_response_complete(self) -> None:
         """Start the next request: a queued one (uvicorn's), else what was held, parsed now."""
@@ -230,9 +231,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def _unread(self) -> None:
         # Even a closing transport: close() waits for the unread answer to drain, forever.
         self._write_deadline = None
-        self._log(None, "RESPONSE_UNREAD")
-        self._close()
-        self.transport.abort()
+        self._drop("RESPONSE_UNREAD")
 
     def _disarm_write(self) -> None:
         deadline = self._write_deadline
@@ -436,8 +435,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def _abort_unread(self) -> None:
         self._linger = None
         if not self._lost:
-            self._log(None, "RESPONSE_UNREAD")
-            self.transport.abort()
+            self._drop("RESPONSE_UNREAD")
+
+    def _drop(self, reason: str) -> None:
+        """Close at once, unanswered, whatever is still unwritten (one refusal line)."""
+        self._log(None, reason)
+        self._close()
+        self.transport.abort()
 
     def timeout_keep_alive_handler(self) -> None:
         """Uvicorn's idle close, with the same bound on an answer left unread."""
@@ -458,14 +462,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 _VERSIONS: Final = frozenset({"1.1", "1.0"})
 _CODING_LENGTH: Final = len(b"transfer-encoding")
 
-_REASONS: Final = {
-    400: b"Bad Request",
-    408: b"Request Timeout",
-    413: b"Content Too Large",
-    431: b"Request Header Fields Too Large",
-    503: b"Service Unavailable",
-}
-
 
 def _plain_headers(body: bytes, extra: Headers) -> Headers:
     return [
@@ -478,9 +474,8 @@ def _plain_headers(body: bytes, extra: Headers) -> Headers:
 
 def _plain_response(status: int, text: str, extra: Headers) -> bytes:
     body = text.encode()
-    lines = [b"HTTP/1.1 %d %s" % (status, _REASONS[status])]
-    lines += [name + b": " + value for name, value in _plain_headers(body, extra)]
-    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+    fields = [name + b": " + value + b"\r\n" for name, value in _plain_headers(body, extra)]
+    return STATUS_LINE[status] + b"".join(fields) + b"\r\n" + body
 
 
 class _ClosingSafeTransport:
