@@ -28,7 +28,7 @@ def test_the_30th_call_of_a_caller_is_admitted_and_the_31st_refused() -> None:
     assert [decision.remaining for decision in decisions] == list(range(29, -1, -1))
     refused = quota.admit_now("alice")
     assert refused == QuotaDecision(
-        admitted=False, remaining=0, refused_by=QuotaLimit.CALLER, retry_after_seconds=60
+        remaining=0, refused_by=QuotaLimit.CALLER, retry_after_seconds=60
     )
 
 
@@ -37,7 +37,7 @@ def test_other_callers_are_not_affected_by_one_callers_limit() -> None:
     for _ in range(30):
         quota.admit_now("alice")
     assert not quota.admit_now("alice").admitted
-    assert quota.admit_now("bob") == QuotaDecision(admitted=True, remaining=29)
+    assert quota.admit_now("bob") == QuotaDecision(remaining=29)
 
 
 def test_the_300th_call_overall_is_admitted_and_the_301st_refused_for_everyone() -> None:
@@ -61,7 +61,7 @@ def test_an_admission_stops_counting_exactly_60_seconds_later() -> None:
     assert not refused.admitted
     assert refused.retry_after_seconds == 1
     clock.now += 0.5  # exactly 60 s after the first call: it alone stops counting
-    assert quota.admit_now("alice") == QuotaDecision(admitted=True, remaining=0)
+    assert quota.admit_now("alice") == QuotaDecision(remaining=0)
     assert not quota.admit_now("alice").admitted
 
 
@@ -102,7 +102,7 @@ def test_remaining_is_the_smaller_of_the_callers_and_the_global_allowance() -> N
     quota, _ = counter(caller=30, total=5)
     for _ in range(3):
         quota.admit_now("bob")
-    assert quota.admit_now("alice") == QuotaDecision(admitted=True, remaining=1)
+    assert quota.admit_now("alice") == QuotaDecision(remaining=1)
 
 
 def test_when_both_limits_are_exhausted_the_caller_limit_is_named_with_the_longer_wait() -> None:

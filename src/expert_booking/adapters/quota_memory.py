@@ -64,7 +64,6 @@ class InProcessQuotaCounter:
             if global_full:
                 waits.append(self._global[0] + WINDOW_SECONDS - now)
             return QuotaDecision(
-                admitted=False,
                 remaining=0,
                 refused_by=QuotaLimit.CALLER if caller_full else QuotaLimit.GLOBAL,
                 retry_after_seconds=max(1, math.ceil(max(waits))),
@@ -75,7 +74,6 @@ class InProcessQuotaCounter:
         self._global.append(now)
         self._forget_idle_callers(horizon)
         return QuotaDecision(
-            admitted=True,
             remaining=min(self._per_caller - len(log), self._global_limit - len(self._global)),
         )
 

@@ -100,10 +100,11 @@ class CallAdmission:
         if self._quota is None or self._is_continuation(params):
             return None
         decision = await self._quota.admit(self.caller(scope, context).key)
-        if decision.admitted:
+        if decision.refused_by is None:
             return decision.remaining
-        limit = decision.refused_by.value if decision.refused_by is not None else "GLOBAL"
-        return RateLimitedError(retry_after_seconds=decision.retry_after_seconds, limit=limit)
+        return RateLimitedError(
+            retry_after_seconds=decision.retry_after_seconds, limit=decision.refused_by.value
+        )
 
     def disabled(self, name: str) -> DisabledTool | None:
         """The switch of logical tool ``name`` if an operator turned it off."""
