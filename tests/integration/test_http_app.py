@@ -615,6 +615,39 @@ async def test_the_meta_merge_adds_the_stamps_and_changes_nothing_else_on_real_r
     assert called.json()["result"]["structuredContent"]["ok"] is True
 
 
+class SteppingBackClock:
+    """Each reading a millisecond before the previous one: a wall clock stepped back, again and
+    again, while requests are served (NTP stepping, a VM restored)."""
+
+    def __init__(self) -> None:
+        self._next = T0
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            current = self._next
+            self._next -= timedelta(milliseconds=1)
+        return current
+
+
+async def test_a_clock_stepped_back_mid_request_never_orders_its_stamps_backwards(
+    tmp_path: Path,
+) -> None:
+    """CONTRACT 2: serverReceivedAt <= serverResultCreatedAt <= serverRespondedAt, always."""
+    app = build_asgi_app(Settings(db_path=tmp_path / "booking.db"), clock=SteppingBackClock())
+    call = rpc(name="tool_catalog.search", arguments={"query": "buchen", "limit": 1})
+    with anyio.fail_after(20):
+        async with inprocess_app(app) as transport, httpx2.AsyncClient(transport=transport) as c:
+            response = await post(c, call, headers(**{"mcp-name": "tool_catalog.search"}))
+    result = response.json()["result"]
+    received = response.headers["x-mcp-server-received-at"]
+    created = result["structuredContent"]["meta"]["serverResultCreatedAt"]
+    responded = response.headers["x-mcp-server-responded-at"]
+    assert received <= created <= responded  # one text format, so text order is time order
+    assert result["_meta"]["serverReceivedAt"] == received
+    assert result["_meta"]["serverRespondedAt"] == responded
+
+
 @pytest.mark.parametrize(
     ("body", "stamped"),
     [

@@ -15,7 +15,6 @@ from mcp.shared.inbound import x_mcp_header_map
 
 from expert_booking.access.caller import IpNetwork
 from expert_booking.domain.errors import BookingError, RateLimitedError
-from expert_booking.domain.model import format_instant
 from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
@@ -36,7 +35,7 @@ from expert_booking.edge.request_context import (
     request_times,
 )
 from expert_booking.edge.schemas import SchemaRegistry
-from expert_booking.edge.timestamps import reserved_stamps
+from expert_booking.edge.timestamps import reserved_stamps, result_created_at
 from expert_booking.edge.tool_registry import BY_NAME, LOGICAL_TOOLS, ToolHints, call_hints
 from expert_booking.edge.tools import Outcome, ToolDispatcher
 from expert_booking.edge.wire import render_booking
@@ -176,7 +175,8 @@ def build_mcp_server(
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
             if admission is None:
                 outcome = await dispatcher.run(name, args, action, context)
-                envelope = _envelope(outcome, client_sent_at, server_received_at, clock)
+                created_at = result_created_at(scope, server_received_at, clock)
+                envelope = _envelope(outcome, client_sent_at, server_received_at, created_at)
                 return _with_stamps(to_call_result(envelope), scope)
             admitted = await admission.admit(ctx.params or {}, scope, context)
             if isinstance(admitted, RateLimitedError):
@@ -195,7 +195,8 @@ def build_mcp_server(
                     context=context,
                 )
             live = admission.live_meta(remaining)
-            envelope = _envelope(outcome, client_sent_at, server_received_at, clock, live)
+            created_at = result_created_at(scope, server_received_at, clock)
+            envelope = _envelope(outcome, client_sent_at, server_received_at, created_at, live)
         return _with_stamps(to_call_result(envelope), scope)
 
     async def call_tool(
@@ -317,7 +318,7 @@ def _envelope(
     outcome: Outcome,
     client_sent_at: str,
     server_received_at: str,
-    clock: Clock,
+    server_result_created_at: str,
     live: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     action = outcome.action
@@ -327,7 +328,7 @@ def _envelope(
         operation_id=action.operation_id,
         client_sent_at=client_sent_at,
         server_received_at=server_received_at,
-        server_result_created_at=format_instant(clock.now()),
+        server_result_created_at=server_result_created_at,
         cache=action.cache,
     )
     if live:

@@ -61,10 +61,41 @@ class TimestampLayer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one HTTP request."""
-        received_at = format_instant(self._clock.now())
-        scope[SCOPE_RECEIVED_AT] = received_at
+        stamps = _RequestStamps(self._clock)
+        scope[SCOPE_RECEIVED_AT] = stamps.latest
         scope[_SCOPE_RESERVED] = _RESERVED_META
-        await self._app(scope, receive, _StampingSend(send, scope, received_at, self._clock))
+        scope[_SCOPE_STAMPS] = stamps
+        await self._app(scope, receive, _StampingSend(send, scope, stamps))
+
+
+class _RequestStamps:
+    """One request's stamps, each the clock's time unless the clock went back since the last.
+
+    CONTRACT 2 lets a client check ``serverReceivedAt <= serverResultCreatedAt <=
+    serverRespondedAt``; a wall clock stepped back mid-request (NTP, a restored VM) would
+    otherwise date a later stamp before an earlier one. Stamps share one text format, so
+    their text order is their time order.
+    """
+
+    __slots__ = ("_clock", "latest")
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.latest = format_instant(clock.now())
+
+    def next(self) -> str:
+        """The next stamp: now, or the latest stamp when the clock reads earlier."""
+        now = format_instant(self._clock.now())
+        self.latest = max(self.latest, now)
+        return self.latest
+
+
+def result_created_at(scope: Mapping[str, Any], received_at: str, clock: Clock) -> str:
+    """``serverResultCreatedAt``: the request's next stamp (never before one it already has)."""
+    stamps = scope.get(_SCOPE_STAMPS)
+    if isinstance(stamps, _RequestStamps):
+        return stamps.next()
+    return max(received_at, format_instant(clock.now()))  # no layer: the in-process client
 
 
 class _StampingSend:
@@ -72,20 +103,20 @@ class _StampingSend:
 
     __slots__ = (
         "_chunks",
-        "_clock",
         "_received_at",
         "_responded_at",
         "_scope",
         "_send",
+        "_stamps",
         "_start",
         "_streaming",
     )
 
-    def __init__(self, send: Send, scope: Scope, received_at: str, clock: Clock) -> None:
+    def __init__(self, send: Send, scope: Scope, stamps: _RequestStamps) -> None:
         self._send = send
         self._scope = scope
-        self._received_at = received_at
-        self._clock = clock
+        self._received_at = stamps.latest
+        self._stamps = stamps
         self._start: Message | None = None
         self._chunks: list[bytes] = []
         self._streaming = False
@@ -97,7 +128,7 @@ class _StampingSend:
             if _header(message, b"content-type").startswith(b"text/event-stream"):
                 # A stream is not parsed: headers, and any reservation filled in place.
                 self._streaming = True
-                self._responded_at = format_instant(self._clock.now())
+                self._responded_at = self._stamps.next()
                 await self._send(self._stamped(message, self._responded_at, None))
             else:
                 self._start = message
@@ -116,7 +147,7 @@ class _StampingSend:
             self._chunks.append(body)
             body = b"".join(self._chunks)
             self._chunks.clear()
-        responded_at = format_instant(self._clock.now())
+        responded_at = self._stamps.next()
         if body and _header(self._start, b"content-type").startswith(b"application/json"):
             body = _merge_result_meta(
                 body, self._scope.get(SCOPE_CLIENT_SENT_AT), self._received_at, responded_at
@@ -144,6 +175,7 @@ class _StampingSend:
 
 
 _SCOPE_RESERVED: Final = "expert_booking.reserved_stamps"
+_SCOPE_STAMPS: Final = "expert_booking.request_stamps"
 
 
 def reserved_stamps(scope: Mapping[str, Any]) -> Mapping[str, str] | None:
