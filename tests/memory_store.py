@@ -47,6 +47,7 @@ from expert_booking.ports import (
     SlotSearchResult,
     SlotStanding,
     Transaction,
+    fold_text,
 )
 
 T = TypeVar("T")
@@ -59,9 +60,9 @@ class _Expert:
     keywords: str
 
     def matches(self, query: SlotQuery) -> bool:
-        if query.specialty is not None and self.specialty.casefold() != query.specialty.casefold():
+        if query.specialty is not None and fold_text(self.specialty) != fold_text(query.specialty):
             return False
-        text = f"{self.name} {self.specialty} {self.keywords}".casefold()
+        text = fold_text(f"{self.name} {self.specialty} {self.keywords}")
         return all(token in text for token in query.tokens())
 
 

@@ -17,7 +17,7 @@ class BookingSearchAvailableSlotsInput(BaseModel):
     )
     query: Annotated[str, Field(max_length=200)]
     """
-    Words to match against expert name, specialty and keywords (English, Chinese or German); "" lists all free slots. At most 200 characters.
+    Words to match against expert name, specialty and keywords (English, Chinese or German); every word must occur, so pass topic words only ("AI", not "AI expert"); "" lists all free slots. At most 200 characters.
     """
     limit: Annotated[int, Field(ge=1, le=50)]
     """

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, TypeVar
 
-from expert_booking.domain.model import Booking, BookingStatus, Money, PaymentAnswer, Slot
+from expert_booking.domain.model import (
+    Booking,
+    BookingStatus,
+    Money,
+    PaymentAnswer,
+    Slot,
+    format_instant,
+)
 
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
 
@@ -71,11 +79,49 @@ class SlotQuery:
     def tokens(self) -> list[str]:
         """The words a match holds, each somewhere in the expert's case-folded text.
 
-        Case-folded, split at whitespace and at control characters (a NUL would otherwise cut
-        a token short in an engine's C strings, and match nearly everything). Every store
-        engine matches these, and only these.
+        Folded (:func:`fold_text`), split at whitespace and at control characters (a NUL would
+        otherwise cut a token short in an engine's C strings, and match nearly everything).
+        Every store engine matches these, and only these.
         """
-        return _CONTROL_CHARACTERS.sub(" ", self.text).casefold().split()
+        return fold_text(_CONTROL_CHARACTERS.sub(" ", self.text)).split()
+
+    def window(self) -> tuple[str | None, str | None]:
+        """The start window as stored instants: each bound rounded up to a whole millisecond.
+
+        Slots start on whole milliseconds, so ``starts_after <= start`` and
+        ``start < starts_before`` hold exactly when they hold for the rounded bounds, while
+        truncating a bound between two milliseconds (RFC 3339 allows any digits) would let in
+        or leave out the slot at its millisecond. Bounds of one meaning get one text: engines
+        compare these, the cursor binding and the search cache key on them.
+        """
+        return _whole_millisecond(self.starts_after), _whole_millisecond(self.starts_before)
+
+
+def fold_text(text: str) -> str:
+    """Text as slot search compares it: NFKC, case-folded, NFKC again (Unicode's NFKC_Casefold).
+
+    Full-width letters (as Chinese input methods type them) match ASCII ones, a decomposed
+    ``ü`` the composed one, ``STRASSE`` ``Straße``. Every engine folds the query and the
+    expert's text with this function.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+_LAST_MILLISECOND = datetime.max.replace(microsecond=999_000, tzinfo=UTC)
+
+
+def _whole_millisecond(value: datetime | None) -> str | None:
+    """``value`` rounded up to a whole millisecond, as text.
+
+    Year 9999's last millisecond stays: no slot can start there, as it must end after it starts.
+    """
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    below = value.microsecond % 1000
+    if below and value < _LAST_MILLISECOND:
+        value += timedelta(microseconds=1000 - below)
+    return format_instant(value)
 
 
 LOCAL_OWNER = "local"

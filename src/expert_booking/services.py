@@ -59,7 +59,6 @@ from expert_booking.domain.model import (
     PaymentStatus,
     Slot,
     canonical_idempotency_key,
-    format_optional_instant,
 )
 from expert_booking.policy import BookingPolicy
 from expert_booking.ports import (
@@ -192,12 +191,13 @@ class BookingService:
             InvalidCursorError: the cursor is malformed or belongs to another query.
         """
         query = command.query
+        starts_after, starts_before = query.window()
         binding = query_binding(
             {
                 "text": query.text,
                 "specialty": query.specialty,
-                "starts_after": format_optional_instant(query.starts_after),
-                "starts_before": format_optional_instant(query.starts_before),
+                "starts_after": starts_after,
+                "starts_before": starts_before,
             }
         )
         offset = decode_cursor(command.cursor, binding) if command.cursor is not None else 0

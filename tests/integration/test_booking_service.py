@@ -15,7 +15,7 @@ import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -757,6 +757,28 @@ async def test_an_identical_search_is_served_from_the_cache_until_a_hold(
     after_hold = await _search(service)
     assert after_hold.cache_hit is False
     assert "slot-ai-001" not in _ids(after_hold)
+
+
+async def test_start_bounds_of_one_meaning_share_a_page_and_of_two_meanings_do_not(
+    service: BookingService,
+) -> None:
+    """The cache and the cursor binding key on the bound as rounded up to a millisecond."""
+    first = datetime(2030, 9, 2, 2, tzinfo=UTC)  # slot-ai-001's start
+
+    def after(bound: datetime) -> SlotQuery:
+        return SlotQuery(text="", specialty=None, starts_after=bound, starts_before=None)
+
+    at_start = await _search(service, after(first))
+    assert _ids(at_start) == SEED_ORDER
+    just_after = await _search(service, after(first + timedelta(microseconds=100)))
+    assert (just_after.cache_hit, _ids(just_after)) == (False, SEED_ORDER[1:])
+    same_meaning = await _search(service, after(first + timedelta(microseconds=900)))
+    assert (same_meaning.cache_hit, _ids(same_meaning)) == (True, SEED_ORDER[1:])
+    paged = await service.search_available_slots(SearchSlots(after(first), limit=2), CONTEXT)
+    moved = SearchSlots(
+        after(first + timedelta(microseconds=100)), limit=2, cursor=paged.next_cursor
+    )
+    assert (await _refusal(service.search_available_slots(moved, CONTEXT))).code == "INVALID_CURSOR"
 
 
 async def test_the_cache_expires_after_its_ttl(

@@ -46,6 +46,7 @@ from expert_booking.ports import (
     IdempotencyRecord,
     SlotQuery,
     Transaction,
+    fold_text,
 )
 from tests.fakes import (
     ALL,
@@ -337,10 +338,10 @@ FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
 WHERE s.starts_at > :now
   AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
   AND (:starts_before IS NULL OR s.starts_at < :starts_before)
-  AND (:specialty IS NULL OR casefold(e.specialty) = :specialty)
+  AND (:specialty IS NULL OR fold_text(e.specialty) = :specialty)
   AND NOT EXISTS (
       SELECT 1 FROM json_each(:tokens) AS t
-      WHERE instr(casefold(e.name || ' ' || e.specialty || ' ' || e.keywords), t.value) = 0)
+      WHERE instr(fold_text(e.name || ' ' || e.specialty || ' ' || e.keywords), t.value) = 0)
   AND NOT EXISTS (
       SELECT 1 FROM bookings AS b
       WHERE b.slot_id = s.slot_id AND b.status IN ('HELD', 'CONFIRMED'))
@@ -400,7 +401,7 @@ async def test_the_experts_first_search_matches_the_per_slot_scan(
         starts_before=None if window is None else T0 + timedelta(hours=window[1]),
     )
     with _raw(db_path) as connection:
-        connection.create_function("casefold", 1, str.casefold)
+        connection.create_function("fold_text", 1, fold_text)
         rows = connection.execute(
             _PER_SLOT_SCAN, search_params(query, now, offset, limit)
         ).fetchall()

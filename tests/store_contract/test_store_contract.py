@@ -675,6 +675,8 @@ async def test_search_leaves_out_slots_that_have_started(store: BookingStore) ->
         ("\x00", SEED_ORDER),  # no token at all: every slot, as an empty text
         ("a\x00qqq", []),  # control characters separate tokens: "a" and "qqq"
         ("lin\x00LLM\x85", ["slot-ai-001", "slot-ai-002"]),
+        ("\uff2c\uff2c\uff2d", ["slot-ai-001", "slot-ai-002"]),  # full-width LLM (Chinese IMEs)
+        ("ku\u0308nstliche", ["slot-ai-001", "slot-ai-002"]),  # a decomposed ü
     ],
 )
 async def test_search_text_requires_every_token_case_insensitively(
@@ -696,6 +698,25 @@ async def test_search_filters_by_specialty_and_start_window(store: BookingStore)
     assert await search_both_ways(store, window) == (["slot-ai-002", "slot-law-002"], 2)
     partial = SlotQuery(text="", specialty="LA", starts_after=None, starts_before=None)
     assert await search_both_ways(store, partial) == ([], 0)
+
+
+async def test_a_start_window_bound_between_two_milliseconds_keeps_its_exact_meaning(
+    store: BookingStore,
+) -> None:
+    """Bounds finer than the stored milliseconds (RFC 3339 allows any digits) are exact."""
+    starts = datetime(2030, 9, 2, 2, tzinfo=UTC)  # slot-ai-001, the first seeded slot
+    tick = timedelta(microseconds=100)
+
+    def window(after: datetime | None, before: datetime | None) -> SlotQuery:
+        return SlotQuery(text="", specialty=None, starts_after=after, starts_before=before)
+
+    assert await search_both_ways(store, window(starts + tick, None)) == (SEED_ORDER[1:], 5)
+    assert await search_both_ways(store, window(starts - tick, None)) == (SEED_ORDER, 6)
+    assert await search_both_ways(store, window(None, starts + tick)) == (SEED_ORDER[:1], 1)
+    assert await search_both_ways(store, window(None, starts - tick)) == ([], 0)
+    latest = datetime.max.replace(tzinfo=UTC)  # rounding up cannot pass the year 9999
+    assert await search_both_ways(store, window(latest, None)) == ([], 0)
+    assert await search_both_ways(store, window(None, latest)) == (SEED_ORDER, 6)
 
 
 # --- lock-free reads ----------------------------------------------------------------------------

@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from expert_booking.adapters.sqlite_rows import BOOKING_COLUMN_NAMES, BOOKING_COLUMNS, SLOT_COLUMNS
-from expert_booking.domain.model import ACTIVE_STATUSES, format_instant, format_optional_instant
-from expert_booking.ports import BookingListQuery, ListPosition, SlotQuery
+from expert_booking.domain.model import ACTIVE_STATUSES, format_instant
+from expert_booking.ports import BookingListQuery, ListPosition, SlotQuery, fold_text
 
 SQLITE_MAX_INTEGER = 2**63 - 1
 
@@ -16,16 +16,16 @@ SQLITE_MAX_INTEGER = 2**63 - 1
 # the same set; tests/integration/test_sqlite_store.py ties the two).
 ACTIVE_STATUS_LIST = ", ".join(f"'{status.value}'" for status in sorted(ACTIVE_STATUSES))
 
-# Experts first: the text and specialty filters run once per expert row (casefold is a Python
+# Experts first: the text and specialty filters run once per expert row (fold_text is a Python
 # call), then index slots_by_expert_start (migration 2) reaches each matching expert's slots.
 _FREE_SLOTS = f"""
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id
 WHERE s.expert_id IN (
       SELECT x.expert_id FROM experts AS x
-      WHERE (:specialty IS NULL OR casefold(x.specialty) = :specialty)
+      WHERE (:specialty IS NULL OR fold_text(x.specialty) = :specialty)
         AND NOT EXISTS (
             SELECT 1 FROM json_each(:tokens) AS t
-            WHERE instr(casefold(x.name || ' ' || x.specialty || ' ' || x.keywords), t.value) = 0))
+            WHERE instr(fold_text(x.name || ' ' || x.specialty || ' ' || x.keywords), t.value) = 0))
   AND s.starts_at > :now
   AND (:starts_after IS NULL OR s.starts_at >= :starts_after)
   AND (:starts_before IS NULL OR s.starts_at < :starts_before)
@@ -170,14 +170,15 @@ _TOKENS_ENCODER = json.JSONEncoder(ensure_ascii=False)
 def search_params(query: SlotQuery, now: datetime, offset: int, limit: int) -> dict[str, Any]:
     """The named parameters of ``SEARCH_PAGE``, ``SEARCH_COUNT`` and ``PEEK_PAGE``.
 
-    Text and specialty are case-folded as the ``casefold`` SQL function folds the columns;
+    Text and specialty are folded as the ``fold_text`` SQL function folds the columns;
     the text's tokens go in as one JSON array (``json_each``), so the SQL stays constant.
     """
+    starts_after, starts_before = query.window()
     return {
         "now": format_instant(now),
-        "starts_after": format_optional_instant(query.starts_after),
-        "starts_before": format_optional_instant(query.starts_before),
-        "specialty": None if query.specialty is None else query.specialty.casefold(),
+        "starts_after": starts_after,
+        "starts_before": starts_before,
+        "specialty": None if query.specialty is None else fold_text(query.specialty),
         "tokens": _TOKENS_ENCODER.encode(query.tokens()),
         "limit": max(0, min(limit, SQLITE_MAX_INTEGER)),
         "offset": max(0, min(offset, SQLITE_MAX_INTEGER)),
@@ -197,10 +198,10 @@ def list_params(query: BookingListQuery, after: ListPosition | None, limit: int)
     }
 
 
-def casefold(value: object) -> object:
-    """The SQL function ``casefold`` (each connection registers it): Unicode case folding.
+def sql_fold_text(value: object) -> object:
+    """The SQL function ``fold_text`` (each connection registers it): ``ports.fold_text``.
 
     SQLite's ``lower()`` folds only ASCII; German and other non-ASCII keywords must match
-    whatever their case. Non-text values pass unchanged.
+    whatever their case or normal form. Non-text values pass unchanged.
     """
-    return value.casefold() if isinstance(value, str) else value
+    return fold_text(value) if isinstance(value, str) else value

@@ -38,11 +38,12 @@ Design:
   record, slot and earliest hold expiry at once.
 * Cancellation safety: a transaction is one queued call, so it runs to its end (commit or
   rollback) even when the awaiting task is cancelled; aiosqlite runs queued calls in order.
-* Free-text search uses Python ``str.casefold`` registered as the SQL function ``casefold``:
+* Free-text search uses ``ports.fold_text`` registered as the SQL function ``fold_text``:
   SQLite's ``lower()`` folds only ASCII, and German or other non-ASCII keywords must match
-  regardless of case. Tokens are passed as one JSON array (``json_each``), so the SQL text is
-  constant whatever the number of tokens. The search selects matching experts first (one
-  ``casefold`` per expert, not per slot), then their slots via ``slots_by_expert_start``.
+  regardless of case or normal form. Tokens are passed as one JSON array (``json_each``), so
+  the SQL text is constant whatever the number of tokens. The search selects matching experts
+  first (one ``fold_text`` per expert, not per slot), then their slots via
+  ``slots_by_expert_start``.
 * Row and JSON mapping lives in ``sqlite_rows``, the composed SQL text in ``sqlite_sql``, the
   transaction (every statement of a write, its one-line statements inline) in
   ``sqlite_transaction``.
@@ -87,9 +88,9 @@ from expert_booking.adapters.sqlite_sql import (
     SEARCH_COUNT,
     SLOTS_NEAR,
     SQLITE_MAX_INTEGER,
-    casefold,
     list_params,
     search_params,
+    sql_fold_text,
 )
 from expert_booking.adapters.sqlite_transaction import (
     DEFAULT_BUSY_TIMEOUT_MS,
@@ -155,7 +156,7 @@ class SqliteBookingStore:
         ready = False
         try:
             conn.row_factory = sqlite3.Row
-            await conn.create_function("casefold", 1, casefold, deterministic=True)
+            await conn.create_function("fold_text", 1, sql_fold_text, deterministic=True)
             for pragma in (
                 f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
                 "PRAGMA synchronous = NORMAL",
@@ -344,7 +345,7 @@ async def _open_reader(path: str, busy_timeout_ms: int) -> aiosqlite.Connection:
     ready = False
     try:
         reader.row_factory = sqlite3.Row
-        await reader.create_function("casefold", 1, casefold, deterministic=True)
+        await reader.create_function("fold_text", 1, sql_fold_text, deterministic=True)
         await reader.execute_fetchall(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await reader.execute_fetchall("PRAGMA query_only = ON")
         await _Worker(reader).call(_batch_scheduling)
