@@ -257,6 +257,16 @@ def _owned(booking: Booking | None, owner: str) -> Booking | None:
     return booking if booking is not None and booking.owner == owner else None
 
 
+@dataclass(slots=True)
+class _Database:
+    """What the stores of one database share: the catalog, the last commit, the one writer."""
+
+    experts: dict[str, _Expert]
+    slots: dict[str, Slot]
+    committed: _State
+    worker: ThreadPoolExecutor
+
+
 class MemoryBookingStore:
     """``ports.BookingStore`` in process memory, seeded like a new SQLite database."""
 
@@ -264,9 +274,21 @@ class MemoryBookingStore:
         self, *, experts: Sequence[SeedExpert] = (), slots: Sequence[SeedSlot] = ()
     ) -> None:
         """Seeded like a new database, plus ``experts`` and ``slots`` (a wider catalog)."""
-        self._experts, self._slots = _seed(experts, slots)
-        self._committed = _State()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-store")
+        all_experts, all_slots = _seed(experts, slots)
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-store")
+        self._db = _Database(all_experts, all_slots, _State(), worker)
+        self._experts, self._slots = all_experts, all_slots
+
+    def replica(self) -> MemoryBookingStore:
+        """Another store on the same data, as a second server process on one database."""
+        other = MemoryBookingStore.__new__(MemoryBookingStore)
+        other._db = self._db
+        other._experts, other._slots = self._db.experts, self._db.slots
+        return other
+
+    @property
+    def _committed(self) -> _State:
+        return self._db.committed
 
     async def peek_booking(self, booking_id: str, *, owner: str) -> Booking | None:
         return _owned(self._committed.bookings.get(booking_id), owner)
@@ -332,7 +354,8 @@ class MemoryBookingStore:
 
         Shielded: a submitted transaction runs to its end even if its caller is cancelled.
         """
-        return await asyncio.shield(asyncio.wrap_future(self._worker.submit(self._transact, work)))
+        submitted = self._db.worker.submit(self._transact, work)
+        return await asyncio.shield(asyncio.wrap_future(submitted))
 
     def _transact(self, work: Callable[[Transaction], T]) -> T:
         tx = MemoryTransaction(self._committed.copy(), self._experts, self._slots)
@@ -346,5 +369,5 @@ class MemoryBookingStore:
                 close()
             msg = "work must be a plain function, not a coroutine function"
             raise TypeError(msg)
-        self._committed = tx.state
+        self._db.committed = tx.state
         return result

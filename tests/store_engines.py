@@ -1,8 +1,9 @@
 """The store engines the tests run on: each is a factory of a fresh, seeded store in a folder.
 
-A new engine (PostgreSQL) adds its factory to ``ENGINES``; the store contract suite and the
-service tests that run on every engine then run on it too. A factory may be given a wider
-catalog (experts and slots beyond the seed's), written before the store is used.
+A new engine (PostgreSQL) adds its factory to ``ENGINES`` and its ``REPLICAS`` entry; the store
+contract suite and the service tests that run on every engine then run on it too. A factory may
+be given a wider catalog (experts and slots beyond the seed's), written before the store is
+used. A replica is a second store on the same database, as a second server process opens it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.fakes import Catalog
 from tests.memory_store import MemoryBookingStore
 
 NO_EXTRA: Catalog = ((), ())
+_SQLITE_FILE = "booking.db"
 
 
 class Engine(Protocol):
@@ -28,9 +30,15 @@ class Engine(Protocol):
     ) -> contextlib.AbstractAsyncContextManager[BookingStore]: ...
 
 
+class Replica(Protocol):
+    def __call__(
+        self, store: BookingStore, folder: Path, /
+    ) -> contextlib.AbstractAsyncContextManager[BookingStore]: ...
+
+
 @contextlib.asynccontextmanager
 async def _sqlite_store(folder: Path, catalog: Catalog) -> AsyncIterator[BookingStore]:
-    path = folder / "booking.db"
+    path = folder / _SQLITE_FILE
     store = await SqliteBookingStore.open(path)
     try:
         experts, slots = catalog
@@ -65,7 +73,26 @@ def _memory(
     return _memory_store(folder, catalog)
 
 
+@contextlib.asynccontextmanager
+async def _sqlite_replica(_store: BookingStore, folder: Path) -> AsyncIterator[BookingStore]:
+    store = await SqliteBookingStore.open(folder / _SQLITE_FILE)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@contextlib.asynccontextmanager
+async def _memory_replica(store: BookingStore, _folder: Path) -> AsyncIterator[BookingStore]:
+    assert isinstance(store, MemoryBookingStore)
+    yield store.replica()
+
+
 ENGINES: dict[str, Engine] = {
     "sqlite": _sqlite,
     "memory": _memory,
+}
+REPLICAS: dict[str, Replica] = {
+    "sqlite": _sqlite_replica,
+    "memory": _memory_replica,
 }

@@ -360,10 +360,19 @@ class BookingStore(Protocol):
     async def run(self, work: Callable[[Transaction], T]) -> T:
         """Run ``work`` as one write transaction and return what it returns.
 
-        ``work`` is called once, synchronously, off the event loop; it must only compute and
-        use its ``Transaction`` (no awaiting, no other I/O). The transaction commits when
-        ``work`` returns and rolls back when it raises (the exception propagates). Once
-        started it runs to its end even if the awaiting task is cancelled.
+        ``work`` is called synchronously, off the event loop; it must only compute and use
+        its ``Transaction`` (no awaiting, no other I/O). The transaction commits when ``work``
+        returns and rolls back when it raises (the exception propagates). Once started it runs
+        to its end even if the awaiting task is cancelled.
+
+        Serializable across every store on the database (other server processes included):
+        what ``work`` read is still so when it commits, so a use case's read of an idempotency
+        record and the writes it decides are one step. SQLite gets this from its one writer
+        (``BEGIN IMMEDIATE``); an engine with concurrent writers must lock before ``work``
+        reads (the key, say). Running ``work`` again after a serialization failure would also
+        need ``work`` free of effects outside its transaction, which the paid-after-release
+        WARNING (``replay.warn_paid_after_release``) is not yet. The store contract suite
+        checks this with two stores on one database (``tests/store_contract``).
 
         Raises:
             StorageBusyError: the store stayed locked past its busy timeout.

@@ -54,7 +54,7 @@ from tests.fakes import (
     approval,
     transaction_held_open,
 )
-from tests.store_engines import ENGINES
+from tests.store_engines import ENGINES, REPLICAS
 
 pytestmark = pytest.mark.anyio
 
@@ -691,6 +691,46 @@ async def test_fifty_concurrent_holds_of_one_slot_give_exactly_one_booking(
     assert len(held) == 1
     assert refused == ["SLOT_UNAVAILABLE"] * 49
     assert _active_bookings(db_path, "slot-ai-001") == 1
+
+
+async def test_one_key_retried_on_two_servers_at_once_replays_one_hold_and_one_confirm(
+    request: pytest.FixtureRequest,
+    store: BookingStore,
+    tmp_path: Path,
+    clock: MutableClock,
+    payments: FakePayments,
+) -> None:
+    """Two server processes on one database: a retry racing its original is its replay."""
+    engine = request.node.callspec.params["store"]
+    async with REPLICAS[engine](store, tmp_path) as other_store:
+        servers = [
+            BookingService(store=each, payments=payments, clock=clock, policy=POLICY)
+            for each in (store, other_store)
+        ]
+        hold = HoldSlot(slot_id="slot-ai-001", customer=_customer(), idempotency_key=_key())
+        held: list[Booking] = []
+
+        async def hold_on(index: int) -> None:
+            held.append(await servers[index % 2].hold_slot(hold, CONTEXT))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                for index in range(10):
+                    group.start_soon(hold_on, index)
+        assert {booking.booking_id for booking in held} == {held[0].booking_id}
+        booking = held[0]
+        payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
+        confirm = _confirm(booking, approval(booking, clock.now()))
+        confirmed: list[Booking] = []
+
+        async def confirm_on(index: int) -> None:
+            confirmed.append(await servers[index % 2].confirm_booking(confirm, CONTEXT))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                for index in range(10):
+                    group.start_soon(confirm_on, index)
+        assert {(b.status, b.version) for b in confirmed} == {(BookingStatus.CONFIRMED, 2)}
 
 
 # --- search, pagination and the cache ---------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from expert_booking.ports import BookingStore
 from tests.fakes import WIDER_CATALOG
-from tests.store_engines import ENGINES
+from tests.store_engines import ENGINES, REPLICAS
 
 
 @pytest.fixture(params=sorted(ENGINES))
@@ -26,3 +26,15 @@ async def wider_store(
     """A fresh store of each engine: the seed plus ``tests.fakes.WIDER_CATALOG``."""
     async with ENGINES[request.param](tmp_path, WIDER_CATALOG) as opened:
         yield opened
+
+
+@pytest.fixture(params=sorted(ENGINES))
+async def replicas(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[BookingStore, BookingStore]]:
+    """Two stores of each engine on one fresh database: two server processes sharing it."""
+    async with (
+        ENGINES[request.param](tmp_path) as first,
+        REPLICAS[request.param](first, tmp_path) as second,
+    ):
+        yield first, second

@@ -8,6 +8,7 @@ in that engine's own tests (``tests/integration/test_sqlite_store.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -622,6 +623,79 @@ async def test_a_cancelled_caller_leaves_its_transaction_whole_and_the_store_usa
         after = make_booking("booking-after", slot_id="slot-law-001")
         await store.run(lambda tx: tx.insert_booking(after))
     assert await store.peek_booking(after.booking_id, owner=LOCAL_OWNER) == after
+
+
+# --- two stores on one database (two server processes) -----------------------------------------
+
+Replicas = tuple[BookingStore, BookingStore]
+
+
+async def test_what_one_store_commits_the_other_reads(replicas: Replicas) -> None:
+    first, second = replicas
+    booking = make_booking()
+    await first.run(lambda tx: tx.insert_booking(booking))
+    assert await second.peek_booking(booking.booking_id, owner=LOCAL_OWNER) == booking
+    with pytest.raises(BookingError) as excinfo:
+        await second.run(lambda tx: tx.insert_booking(make_booking("booking-other")))
+    assert excinfo.value.code == "SLOT_UNAVAILABLE"
+
+
+async def test_keyed_transactions_from_two_stores_run_one_after_another(
+    replicas: Replicas,
+) -> None:
+    """A read of an idempotency key and the writes it decides are one step on every engine.
+
+    The use cases read a key's record, then write the booking and the record (a hold, a
+    confirm): an engine that let two such transactions both read "no record" would answer a
+    retry racing its original with a refusal (``SLOT_UNAVAILABLE``, ``VERSION_CONFLICT``)
+    instead of the replay. A shared engine must serialize them (a lock on the key, or a
+    serialization failure re-running the work).
+    """
+
+    def hold_once(number: int) -> Callable[[Transaction], str]:
+        def work(tx: Transaction) -> str:
+            record = tx.get_idempotency("booking.hold_slot", "key-1", owner=LOCAL_OWNER)
+            if record is not None:
+                return record.booking.booking_id
+            booking = make_booking(f"booking-{number}")
+            tx.insert_booking(booking)
+            tx.put_idempotency(IdempotencyRecord("booking.hold_slot", "key-1", "fp", booking, None))
+            return booking.booking_id
+
+        return work
+
+    answers: list[str] = []
+
+    async def attempt(number: int) -> None:
+        answers.append(await replicas[number % 2].run(hold_once(number)))
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tasks:
+            for number in range(16):
+                tasks.start_soon(attempt, number)
+    assert len(answers) == 16
+    assert len(set(answers)) == 1
+
+
+async def test_one_compare_and_set_of_a_version_wins_across_two_stores(replicas: Replicas) -> None:
+    booking = make_booking()
+    await replicas[0].run(lambda tx: tx.insert_booking(booking))
+    outcomes: list[str] = []
+
+    async def confirm(number: int) -> None:
+        confirmed = replace(booking, status=BookingStatus.CONFIRMED, version=2)
+        try:
+            await replicas[number % 2].run(lambda tx: tx.update_booking(confirmed, 1))
+        except BookingError as exc:
+            outcomes.append(f"{exc.code} at {exc.details['current_version']}")
+        else:
+            outcomes.append("won")
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tasks:
+            for number in range(10):
+                tasks.start_soon(confirm, number)
+    assert sorted(outcomes) == ["VERSION_CONFLICT at 2"] * 9 + ["won"]
 
 
 # --- slot search --------------------------------------------------------------------------------
