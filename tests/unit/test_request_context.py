@@ -4,36 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
 from expert_booking.call_context import LOCAL, Principal
-from expert_booking.edge.request_context import call_context, preferred_language
+from expert_booking.edge.request_context import call_context
 from tests.fakes import TRACE
-
-
-@pytest.mark.parametrize(
-    ("header", "expected"),
-    [
-        (None, None),
-        ("", None),
-        ("de", "de"),
-        ("zh-CN,zh;q=0.9,en;q=0.8", "zh-CN"),
-        ("en;q=0.5, de-CH;q=0.9, fr", "fr"),
-        ("en;q=0.8, de;q=0.8", "en"),
-        ("*;q=1, de;q=0.1", "de"),
-        ("de;q=0, en;q=0.1", "en"),
-        ("de;q=abc, en", "en"),
-        ("de;q=2, en;q=0.3", "en"),
-        ("de;level=1", None),
-        ("<script>, en-US", "en-US"),
-        ("x" * 40, None),
-        ("12-de", None),
-    ],
-)
-def test_the_preferred_language_is_the_best_weighted_valid_tag(
-    header: str | None, expected: str | None
-) -> None:
-    assert preferred_language(header) == expected
 
 
 def test_the_context_of_an_http_request_carries_its_peer_locale_and_times() -> None:

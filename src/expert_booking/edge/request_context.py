@@ -10,6 +10,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from expert_booking.accept_language import preferred_language
 from expert_booking.access.caller import Caller, IpNetwork, resolve_caller
 from expert_booking.call_context import LOCAL, CallContext, Principal
 from expert_booking.domain.model import format_instant, parse_instant
@@ -17,10 +18,6 @@ from expert_booking.edge.bearer_gate import SCOPE_PRINCIPAL
 from expert_booking.edge.client_time import MISSING_CLIENT_TIMESTAMP
 from expert_booking.edge.wire_time import CLIENT_SENT_META, SCOPE_CLIENT_SENT_AT, SCOPE_RECEIVED_AT
 from expert_booking.ports import Clock, TraceContext
-
-_LANGUAGE_TAG_LIMIT = 35
-"""RFC 5646 puts a practical limit of 35 characters on a language tag; longer is refused."""
-_SUBTAG_LIMIT = 8
 
 
 def asgi_scope(ctx: ServerRequestContext[Any]) -> Mapping[str, Any]:
@@ -102,50 +99,6 @@ def request_caller(
 def _text_headers(headers: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[str, str]]:
     for name, value in headers:
         yield name.decode("latin-1"), value.decode("latin-1")
-
-
-def preferred_language(header: str | None) -> str | None:
-    """The language tag an ``Accept-Language`` value prefers most (RFC 9110 section 12.5.4).
-
-    Highest ``q`` first, then the earliest listed; ``*``, ``q=0`` and malformed entries are
-    skipped. ``None`` when nothing usable is left.
-    """
-    if not header:
-        return None
-    best: tuple[float, int, str] | None = None
-    for position, item in enumerate(header.split(",")):
-        tag, _, parameters = item.strip().partition(";")
-        tag = tag.strip()
-        weight = _weight(parameters)
-        if not _is_language_tag(tag) or weight is None or weight <= 0:
-            continue
-        candidate = (-weight, position, tag)
-        if best is None or candidate < best:
-            best = candidate
-    return None if best is None else best[2]
-
-
-def _weight(parameters: str) -> float | None:
-    """The ``q`` of an entry's parameters (1 when absent), ``None`` when malformed."""
-    name, _, value = parameters.strip().partition("=")
-    if not name.strip():
-        return 1.0
-    if name.strip().lower() != "q":
-        return None
-    try:
-        weight = float(value.strip())
-    except ValueError:
-        return None
-    return weight if 0 <= weight <= 1 else None
-
-
-def _is_language_tag(tag: str) -> bool:
-    parts = tag.split("-")
-    return (
-        0 < len(tag) <= _LANGUAGE_TAG_LIMIT
-        and all(part.isascii() and part.isalnum() and len(part) <= _SUBTAG_LIMIT for part in parts)
-        and parts[0].isalpha()
-    )
 
 
 def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:

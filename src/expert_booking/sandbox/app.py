@@ -48,6 +48,7 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from expert_booking.accept_language import negotiate
 from expert_booking.adapters.clock import SystemClock
 from expert_booking.adapters.payments_http import PAYMENT_RESPONDED_HEADER, PAYMENTS_PATH
 from expert_booking.addresses import is_loopback_host
@@ -188,7 +189,9 @@ def _sandbox(state: State) -> _Sandbox:
 
 
 def _language(request: Request[Any, Any, State]) -> str:
-    return pages.negotiate(request.headers.get("accept-language"))
+    return negotiate(
+        request.headers.get("accept-language"), pages.LANGUAGES, pages.DEFAULT_LANGUAGE
+    )
 
 
 @get(PAYMENTS_PATH + "{booking_id:str}")

@@ -122,24 +122,6 @@ STYLE_SOURCE: Final = (
 """The CSP source expression (``style-src``) of the pages' one inline style sheet."""
 
 
-def negotiate(accept_language: str | None) -> str:
-    """The best of :data:`LANGUAGES` for an ``Accept-Language`` value (RFC 9110 q-values)."""
-    ranked: list[tuple[float, int, str]] = []
-    for position, item in enumerate((accept_language or "").split(",")):
-        tag, _, parameters = item.strip().partition(";")
-        quality = 1.0
-        name, _, value = parameters.strip().partition("=")
-        if name.strip() == "q":
-            try:
-                quality = float(value)
-            except ValueError:
-                continue
-        primary = tag.strip().lower().split("-")[0]
-        if primary in LANGUAGES and quality > 0:
-            ranked.append((-quality, position, primary))
-    return min(ranked)[2] if ranked else DEFAULT_LANGUAGE
-
-
 def _page(language: str, title: str, body: str) -> str:
     text = TEXT[language]
     return (
