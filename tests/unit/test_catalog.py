@@ -187,6 +187,19 @@ GOLDEN: list[tuple[str, str, str]] = [
     ("de", "Zeig mir verfügbare Experten", SEARCH),
     ("zh", "我的订单状态", GET),
     ("zh", "把我的预约改到下周", RESCHEDULE),
+    # zh-Hant: traditional characters fold to the index's simplified ones
+    ("zh-Hant", "幫我確認這個預約", CONFIRM),
+    ("zh-Hant", "我剛才那個預約還在嗎", GET),
+    ("zh-Hant", "幫我預約一個時段", HOLD),
+    ("zh-Hant", "這個預約現在是什麼狀態", GET),
+    ("zh-Hant", "我的預約記錄", LIST),
+    ("zh-Hant", "顯示我的訂單", LIST),
+    ("zh-Hant", "查找下週有空的稅務顧問", SEARCH),
+    ("zh-Hant", "先幫我佔用這個時段", HOLD),
+    ("zh-Hant", "支付完成後確認預訂", CONFIRM),
+    ("zh-Hant", "取消我的預約", CANCEL),
+    ("zh-Hant", "把我的預約改到下週", RESCHEDULE),
+    ("zh-Hant", "有哪些可預約的專家", SEARCH),
 ]
 
 # Held out: written before the new tools' keywords were tuned, kept apart so the figure for
@@ -453,6 +466,17 @@ def test_tokenizer_folds_umlauts_both_ways_and_splits_identifiers() -> None:
         "slot",
     ]
     assert tokenize("ＡＩ专家") == ["ai", "专", "家", "专家"]
+
+
+def test_traditional_chinese_folds_to_characters_the_index_uses() -> None:
+    """Each fold target is a character of some tool's Chinese words or of the stop words."""
+    vocabulary = "".join(
+        tool.intent_words + tool.topic_words for tool in BY_NAME.values()
+    ) + " ".join(sorted(catalog_ranking._STOPWORDS))
+    targets = {chr(code) for code in catalog_ranking._TRADITIONAL.values() if isinstance(code, int)}
+    assert targets
+    assert targets <= set(vocabulary)
+    assert tokenize("預約確認") == tokenize("预约确认")
 
 
 def test_registry_loads_every_schema_once_with_its_digest() -> None:

@@ -2,8 +2,8 @@
 
 English, German and Chinese queries meet the same index: words are case-folded, German
 umlauts folded to ae/oe/ue (the index also keeps the plain vowel), short endings stemmed,
-Chinese and Japanese text cut into characters and 2- to 4-grams; stop words of the three
-languages are dropped.
+traditional Chinese folded to simplified, Chinese and Japanese text cut into characters and
+2- to 4-grams; stop words of the three languages are dropped.
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# Traditional Chinese forms of the characters the index's Chinese words use, to their simplified
+# forms (the index is simplified): complete for matching, as a character the index lacks matches
+# nothing either way (``test_catalog`` ties each target to the vocabulary).
+_TRADITIONAL = str.maketrans(
+    "專個麼麽準況歷曆嗎諮單佔尋師幫廢錄態換時檔樣狀約給繳認記詢詳請調費過還這進遲鎖問閒閑間顧預訂確銷",
+    "专个么么准况历历吗咨单占寻师帮废录态换时档样状约给缴认记询详请调费过还这进迟锁问闲闲间顾预订确销",
+)
 _UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue"})
 _PLAIN = str.maketrans({"ä": "a", "ö": "o", "ü": "u"})
 _SUFFIXES = ("en", "es", "e", "s")
@@ -51,11 +58,12 @@ _SUFFIXES = ("en", "es", "e", "s")
 def tokenize(text: str, *, index: bool = False) -> list[str]:
     """Search terms of ``text``: casefolded NFKC words; CJK characters and 2- to 4-grams.
 
+    Traditional Chinese characters of the index's vocabulary fold to their simplified forms.
     German umlauts fold to ``ae``/``oe``/``ue``; an ``index`` tokenisation also keeps the plain
     vowel (``bestatigen``) so a query typed without umlauts matches too.
     """
     spaced = _CAMEL.sub(" ", text)
-    normalised = unicodedata.normalize("NFKC", spaced).casefold()
+    normalised = unicodedata.normalize("NFKC", spaced).casefold().translate(_TRADITIONAL)
     terms: list[str] = []
     for word in _WORD.findall(normalised):
         for part in _CJK.split(word):
