@@ -132,7 +132,7 @@ async def test_fail_and_close_on_the_page_reach_the_server(
     [
         ("en-GB,en;q=0.8", "en", ("SANDBOX", "Pay", "Fail", "Close", "Amount")),
         ("zh-CN,zh;q=0.9,en;q=0.5", "zh", ("SANDBOX", "支付", "关闭", "金额")),
-        ("fr-FR, de;q=0.7, en;q=0.3", "de", ("SANDBOX", "Bezahlen", "Schließen", "Betrag")),
+        ("fr-FR, de;q=0.7, en;q=0.3", "de", ("SANDBOX", "Bezahlen", "abbrechen", "Betrag")),
         ("", "en", ("SANDBOX", "Pay")),
     ],
 )
@@ -214,7 +214,7 @@ async def test_a_cancelled_booking_can_no_longer_be_paid_on_the_page(pair: Pair)
     assert cancelled["data"]["status"] == "CANCELLED", cancelled
     page = httpx2.get(booking["paymentPageUrl"])
     assert page.status_code == 200
-    assert "This booking is CANCELLED: it can no longer be paid." in page.text
+    assert "This booking is cancelled: it can no longer be paid." in page.text
     assert 'value="pay"' not in page.text
     for action in ("pay", "fail", "close"):
         refused = httpx2.post(booking["paymentPageUrl"], data={"action": action})

@@ -22,6 +22,7 @@ from expert_booking.sandbox.ledger import PENDING, Payment, shown_id
 
 LANGUAGES: Final = ("en", "zh", "de")
 DEFAULT_LANGUAGE: Final = "en"
+_SENTENCE_GAP: Final = {"en": " ", "zh": "", "de": " "}  # Chinese sentences end in "。", unspaced
 
 TEXT: Final[Mapping[str, Mapping[str, str]]] = {
     "en": {
@@ -50,6 +51,12 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "PAID": "paid",
         "FAILED": "failed",
         "CLOSED": "closed",
+        "HELD": "held",
+        "CONFIRMED": "confirmed",
+        "EXPIRED": "expired",
+        "PAYMENT_FAILED": "payment failed",
+        "PAYMENT_CLOSED": "payment closed",
+        "CANCELLED": "cancelled",
     },
     "zh": {
         "banner": "SANDBOX 沙盒：模拟支付，不会真实扣款",
@@ -61,13 +68,13 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "status": "支付状态",
         "hold": "预订状态",
         "pay": "支付",
-        "fail": "支付失败",
-        "close": "关闭",
+        "fail": "模拟失败",
+        "close": "关闭支付",
         "result": "支付状态现为：{status}。",
-        "already": "此笔支付已是 {status}，不能再更改。",
+        "already": "此笔支付的状态已是“{status}”，不能再更改。",
         "paid_next": "请回到您的助手：现在可以确认预订了。",
         "hold_expired": "此预订的保留已于 {at}（UTC）到期，无法再支付。请回到您的助手重新预订。",
-        "booking_ended": "此预订状态为 {status}，无法再支付。",
+        "booking_ended": "此预订状态为“{status}”，无法再支付。",
         "not_found": "{db} 中没有预订 {booking}。serve 是否使用同一个数据库（--db）？",
         "mailbox": "消息箱",
         "empty": "暂无消息。",
@@ -76,6 +83,12 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "PAID": "已支付",
         "FAILED": "支付失败",
         "CLOSED": "已关闭",
+        "HELD": "保留中",
+        "CONFIRMED": "已确认",
+        "EXPIRED": "已过期",
+        "PAYMENT_FAILED": "支付失败",
+        "PAYMENT_CLOSED": "支付已关闭",
+        "CANCELLED": "已取消",
     },
     "de": {
         "banner": "SANDBOX: simulierte Zahlungen, es fließt kein Geld",
@@ -88,13 +101,13 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "hold": "Buchungsstatus",
         "pay": "Bezahlen",
         "fail": "Fehlschlagen lassen",
-        "close": "Schließen",
+        "close": "Zahlung abbrechen",
         "result": "Die Zahlung ist jetzt {status}.",
         "already": "Diese Zahlung ist bereits {status} und kann sich nicht mehr ändern.",
         "paid_next": "Zurück zu Ihrem Assistenten: Er kann die Buchung jetzt bestätigen.",
-        "hold_expired": "Die Reservierung dieser Buchung ist um {at} (UTC) abgelaufen: Sie kann "
+        "hold_expired": "Die Reservierung dieser Buchung ist seit {at} (UTC) abgelaufen; sie kann "
         "nicht mehr bezahlt werden. Gehen Sie zu Ihrem Assistenten zurück, um neu zu buchen.",
-        "booking_ended": "Diese Buchung ist {status}: Sie kann nicht mehr bezahlt werden.",
+        "booking_ended": "Diese Buchung ist {status}; sie kann nicht mehr bezahlt werden.",
         "not_found": "Keine Buchung {booking} in {db}. Nutzt serve dieselbe Datenbank (--db)?",
         "mailbox": "Postfach",
         "empty": "Noch keine Nachrichten.",
@@ -103,6 +116,12 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "PAID": "bezahlt",
         "FAILED": "fehlgeschlagen",
         "CLOSED": "geschlossen",
+        "HELD": "reserviert",
+        "CONFIRMED": "bestätigt",
+        "EXPIRED": "abgelaufen",
+        "PAYMENT_FAILED": "Zahlung fehlgeschlagen",
+        "PAYMENT_CLOSED": "Zahlung geschlossen",
+        "CANCELLED": "storniert",
     },
 }
 
@@ -132,7 +151,7 @@ def _page(language: str, title: str, body: str) -> str:
 
 
 def status_word(language: str, status: str) -> str:
-    """The localized name of a payment status (the code itself when unknown)."""
+    """The localized name of a payment or booking status (the code itself when unknown)."""
     return TEXT[language].get(status, status)
 
 
@@ -157,7 +176,7 @@ def payment_page(
         (text["expert"], f"{booking.expert_name} ({booking.specialty})"),
         (text["time"], f"{booking.starts_at} – {booking.ends_at} (UTC)"),
         (text["amount"], f"{booking.amount} {booking.currency}"),
-        (text["hold"], booking.status),
+        (text["hold"], status_word(language, booking.status)),
     ]
     details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
     status = status_word(language, payment.status)
@@ -185,7 +204,9 @@ def result_notice(language: str, payment: Payment) -> str:
     """The sentence shown after a change."""
     text = TEXT[language]
     notice = text["result"].format(status=status_word(language, payment.status))
-    return f"{notice} {text['paid_next']}" if payment.status == "PAID" else notice
+    if payment.status != "PAID":
+        return notice
+    return f"{notice}{_SENTENCE_GAP[language]}{text['paid_next']}"
 
 
 def unpayable_notice(language: str, booking: BookingView) -> str:
@@ -193,7 +214,7 @@ def unpayable_notice(language: str, booking: BookingView) -> str:
     text = TEXT[language]
     if booking.status == HELD:
         return text["hold_expired"].format(at=booking.expires_at)
-    return text["booking_ended"].format(status=booking.status)
+    return text["booking_ended"].format(status=status_word(language, booking.status))
 
 
 def already_final_notice(language: str, status: str) -> str:
