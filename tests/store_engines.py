@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from dataclasses import astuple
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from expert_booking.adapters.sqlite_store import SqliteBookingStore
-from expert_booking.ports import BookingStore
+from expert_booking.ports import BookingStore, Transaction
 from tests.fakes import Catalog
 from tests.memory_store import MemoryBookingStore
 
 NO_EXTRA: Catalog = ((), ())
 _SQLITE_FILE = "booking.db"
+OVERLAP_SECONDS = 0.3
+T = TypeVar("T")
 
 
 class Engine(Protocol):
@@ -96,3 +99,54 @@ REPLICAS: dict[str, Replica] = {
     "sqlite": _sqlite_replica,
     "memory": _memory_replica,
 }
+
+
+def overlapping(first: BookingStore, second: BookingStore) -> tuple[BookingStore, BookingStore]:
+    """The two stores, their first transactions made to overlap where an engine allows it.
+
+    Each store's first transaction pauses after its first statement until the other store's
+    first transaction has run one too, or ``OVERLAP_SECONDS``: an engine that does not
+    serialize transactions across stores then lets both read before either writes, every time
+    (transactions of microseconds would otherwise almost never meet). On a serializing engine
+    the second cannot start, so the first waits out the pause once.
+    """
+    ran = (threading.Event(), threading.Event())
+    return _Overlapping(first, ran[0], ran[1]), _Overlapping(second, ran[1], ran[0])
+
+
+class _Overlapping:
+    def __init__(self, store: BookingStore, mine: threading.Event, theirs: threading.Event):
+        self._store = store
+        self._mine = mine
+        self._theirs = theirs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def run(self, work: Callable[[Transaction], T]) -> T:
+        return await self._store.run(lambda tx: work(self._pausing(tx)))
+
+    def _pausing(self, tx: Transaction) -> Transaction:
+        if self._mine.is_set():
+            return tx
+        return cast("Transaction", _PausingTransaction(tx, self._mine, self._theirs))
+
+
+class _PausingTransaction:
+    def __init__(self, tx: Transaction, mine: threading.Event, theirs: threading.Event):
+        self._tx = tx
+        self._mine = mine
+        self._theirs = theirs
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._tx, name)
+        if self._mine.is_set():
+            return method
+
+        def statement(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            self._mine.set()
+            self._theirs.wait(OVERLAP_SECONDS)
+            return result
+
+        return statement

@@ -54,7 +54,7 @@ from tests.fakes import (
     approval,
     transaction_held_open,
 )
-from tests.store_engines import ENGINES, REPLICAS
+from tests.store_engines import ENGINES, REPLICAS, overlapping
 
 pytestmark = pytest.mark.anyio
 
@@ -703,10 +703,15 @@ async def test_one_key_retried_on_two_servers_at_once_replays_one_hold_and_one_c
     """Two server processes on one database: a retry racing its original is its replay."""
     engine = request.node.callspec.params["store"]
     async with REPLICAS[engine](store, tmp_path) as other_store:
-        servers = [
-            BookingService(store=each, payments=payments, clock=clock, policy=POLICY)
-            for each in (store, other_store)
-        ]
+
+        def two_servers() -> list[BookingService]:
+            """Services on both stores, each one's first transaction overlapping the other's."""
+            return [
+                BookingService(store=each, payments=payments, clock=clock, policy=POLICY)
+                for each in overlapping(store, other_store)
+            ]
+
+        servers = two_servers()
         hold = HoldSlot(slot_id="slot-ai-001", customer=_customer(), idempotency_key=_key())
         held: list[Booking] = []
 
@@ -722,6 +727,7 @@ async def test_one_key_retried_on_two_servers_at_once_replays_one_hold_and_one_c
         payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
         confirm = _confirm(booking, approval(booking, clock.now()))
         confirmed: list[Booking] = []
+        servers = two_servers()
 
         async def confirm_on(index: int) -> None:
             confirmed.append(await servers[index % 2].confirm_booking(confirm, CONTEXT))
