@@ -66,6 +66,24 @@ def test_the_scope_of_a_call_is_the_scope_of_the_logical_tool_it_names():
     assert required_scope("tool_catalog.call", {"name": ["booking.hold_slot"]}) == READ_SCOPE
 
 
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        ("2030-09-02T02:00:00.0000001Z", "2030-09-02T02:00:00.001Z"),
+        ("2030-09-02T02:00:00.0000000Z", "2030-09-02T02:00:00.000Z"),
+        ("2030-09-02T02:00:00.000001Z", "2030-09-02T02:00:00.001Z"),
+        ("2030-09-02T10:00:00.9990000001+08:00", "2030-09-02T02:00:01.000Z"),
+        ("9999-12-31T23:59:59.9999999Z", "9999-12-31T23:59:59.999Z"),
+    ],
+)
+def test_a_start_bound_keeps_digits_past_the_microsecond_by_rounding_up(
+    sent: str, stored: str
+) -> None:
+    arguments = {"query": "", "limit": 1, "startsAfter": sent, "startsBefore": sent}
+    command = BY_NAME["booking.search_available_slots"].command(arguments)
+    assert command.query.window() == (stored, stored)
+
+
 def test_tool_catalog_call_claims_only_what_every_tool_it_reaches_does():
     # booking.cancel_booking and booking.reschedule_booking end or move a booking.
     assert call_hints() == ToolHints(read_only=False, destructive=True, idempotent=True)

@@ -17,9 +17,10 @@ README's tool table included (NOTES.md, "Adding a logical tool", lists each plac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from expert_booking.call_context import CallContext
@@ -122,8 +123,8 @@ def search_command(args: Mapping[str, Any]) -> SearchSlots:
         query=SlotQuery(
             text=args["query"],
             specialty=args.get("specialty"),
-            starts_after=_optional_instant(args, "startsAfter"),
-            starts_before=_optional_instant(args, "startsBefore"),
+            starts_after=_start_bound(args, "startsAfter"),
+            starts_before=_start_bound(args, "startsBefore"),
         ),
         limit=args["limit"],
         cursor=args.get("cursor"),
@@ -237,6 +238,25 @@ def _approval(approval: Mapping[str, Any]) -> HumanApproval:
 def _optional_instant(args: Mapping[str, Any], key: str) -> datetime | None:
     value = args.get(key)
     return None if value is None else _instant(value, [key])
+
+
+def _start_bound(args: Mapping[str, Any], key: str) -> datetime | None:
+    """A start-window bound, a microsecond later when it has non-zero digits past the microsecond.
+
+    ``datetime`` drops those digits; rounding up keeps the bound's meaning for
+    ``SlotQuery.window``, which rounds up to the stored millisecond.
+    """
+    value = _optional_instant(args, key)
+    if value is None:
+        return None
+    fraction = _FRACTION.search(args[key])
+    if fraction is not None and fraction[1][6:].strip("0") and value < _LATEST:
+        value += timedelta(microseconds=1)
+    return value
+
+
+_FRACTION = re.compile(r"[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}\.([0-9]+)")
+_LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 def _instant(text: str, path: list[str]) -> datetime:
