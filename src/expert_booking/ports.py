@@ -20,6 +20,9 @@ from expert_booking.domain.model import (
 )
 
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
+# Default-ignorable format characters pasted text carries: soft hyphen, zero-width space and
+# joiners, bidi marks and embeddings, word joiner and invisible operators, byte order mark.
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 
 T = TypeVar("T")
 
@@ -77,7 +80,7 @@ class SlotQuery:
     starts_before: datetime | None
 
     def tokens(self) -> list[str]:
-        """The words a match holds, each somewhere in the expert's case-folded text.
+        """The words a match holds, each somewhere in the expert's folded text.
 
         Folded (:func:`fold_text`), split at whitespace and at control characters (a NUL would
         otherwise cut a token short in an engine's C strings, and match nearly everything).
@@ -98,13 +101,15 @@ class SlotQuery:
 
 
 def fold_text(text: str) -> str:
-    """Text as slot search compares it: NFKC, case-folded, NFKC again (Unicode's NFKC_Casefold).
+    """Text as slot search compares it: close to Unicode's NFKC_Casefold.
 
-    Full-width letters (as Chinese input methods type them) match ASCII ones, a decomposed
+    NFKC, case-folded, NFKC again, invisible format characters (zero-width space, soft hyphen,
+    bidi marks) removed. Full-width letters (as Chinese input methods type them) match ASCII ones, a decomposed
     ``ü`` the composed one, ``STRASSE`` ``Straße``. Every engine folds the query and the
     expert's text with this function.
     """
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return _INVISIBLE.sub("", folded)
 
 
 _LAST_MILLISECOND = datetime.max.replace(microsecond=999_000, tzinfo=UTC)
@@ -117,6 +122,9 @@ def _whole_millisecond(value: datetime | None) -> str | None:
     """
     if value is None:
         return None
+    if value.tzinfo is None:
+        msg = "naive datetime"
+        raise ValueError(msg)
     value = value.astimezone(UTC)
     below = value.microsecond % 1000
     if below and value < _LAST_MILLISECOND:

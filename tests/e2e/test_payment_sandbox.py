@@ -214,7 +214,8 @@ async def test_a_cancelled_booking_can_no_longer_be_paid_on_the_page(pair: Pair)
     assert cancelled["data"]["status"] == "CANCELLED", cancelled
     page = httpx2.get(booking["paymentPageUrl"])
     assert page.status_code == 200
-    assert "This booking is cancelled: it can no longer be paid." in page.text
+    ended = "The status of this booking is \u201ccancelled\u201d: it can no longer be paid."
+    assert ended in page.text
     assert 'value="pay"' not in page.text
     for action in ("pay", "fail", "close"):
         refused = httpx2.post(booking["paymentPageUrl"], data={"action": action})

@@ -633,7 +633,8 @@ class SteppingBackClock:
 async def test_a_clock_stepped_back_mid_request_never_orders_its_stamps_backwards(
     tmp_path: Path,
 ) -> None:
-    """CONTRACT 2: serverReceivedAt <= serverResultCreatedAt <= serverRespondedAt, always."""
+    """CONTRACT 2: serverReceivedAt <= serverResultCreatedAt <= serverRespondedAt, whatever
+    the clock does."""
     app = build_asgi_app(Settings(db_path=tmp_path / "booking.db"), clock=SteppingBackClock())
     call = rpc(name="tool_catalog.search", arguments={"query": "buchen", "limit": 1})
     with anyio.fail_after(20):

@@ -754,6 +754,7 @@ async def test_search_leaves_out_slots_that_have_started(store: BookingStore) ->
         ("lin\x00LLM\x85", ["slot-ai-001", "slot-ai-002"]),
         ("\uff2c\uff2c\uff2d", ["slot-ai-001", "slot-ai-002"]),  # full-width LLM (Chinese IMEs)
         ("ku\u0308nstliche", ["slot-ai-001", "slot-ai-002"]),  # a decomposed ü
+        ("LL\u200bM", ["slot-ai-001", "slot-ai-002"]),  # a zero-width space pasted in
     ],
 )
 async def test_search_text_requires_every_token_case_insensitively(

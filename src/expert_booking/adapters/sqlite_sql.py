@@ -16,7 +16,7 @@ SQLITE_MAX_INTEGER = 2**63 - 1
 # the same set; tests/integration/test_sqlite_store.py ties the two).
 ACTIVE_STATUS_LIST = ", ".join(f"'{status.value}'" for status in sorted(ACTIVE_STATUSES))
 
-# Experts first: the text and specialty filters run once per expert row (fold_text is a Python
+# Experts first: the text and specialty filters run per expert row and token (fold_text is a Python
 # call), then index slots_by_expert_start (migration 2) reaches each matching expert's slots.
 _FREE_SLOTS = f"""
 FROM slots AS s JOIN experts AS e ON e.expert_id = s.expert_id

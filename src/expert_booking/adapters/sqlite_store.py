@@ -42,8 +42,7 @@ Design:
   SQLite's ``lower()`` folds only ASCII, and German or other non-ASCII keywords must match
   regardless of case or normal form. Tokens are passed as one JSON array (``json_each``), so
   the SQL text is constant whatever the number of tokens. The search selects matching experts
-  first (one ``fold_text`` per expert, not per slot), then their slots via
-  ``slots_by_expert_start``.
+  first, then their slots via ``slots_by_expert_start`` (``sqlite_sql``).
 * Row and JSON mapping lives in ``sqlite_rows``, the composed SQL text in ``sqlite_sql``, the
   transaction (every statement of a write, its one-line statements inline) in
   ``sqlite_transaction``.

@@ -74,7 +74,8 @@ class _RequestStamps:
     CONTRACT 2 lets a client check ``serverReceivedAt <= serverResultCreatedAt <=
     serverRespondedAt``; a wall clock stepped back mid-request (NTP, a restored VM) would
     otherwise date a later stamp before an earlier one. Stamps share one text format, so
-    their text order is their time order.
+    their text order is their time order. (A streamed response would take its responded stamp
+    as its headers go out, before its result: this server answers JSON, ``http_app``.)
     """
 
     __slots__ = ("_clock", "latest")

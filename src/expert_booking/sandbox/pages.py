@@ -42,7 +42,8 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "paid_next": "Go back to your assistant: it can now confirm the booking.",
         "hold_expired": "The hold on this booking ran out at {at} (UTC): it can no longer be "
         "paid. Go back to your assistant to book again.",
-        "booking_ended": "This booking is {status}: it can no longer be paid.",
+        "booking_ended": "The status of this booking is \u201c{status}\u201d: it can no longer "
+        "be paid.",
         "not_found": "No booking {booking} in {db}. Is serve using the same database (--db)?",
         "mailbox": "Mailbox",
         "empty": "No messages yet.",
@@ -107,7 +108,8 @@ TEXT: Final[Mapping[str, Mapping[str, str]]] = {
         "paid_next": "Zurück zu Ihrem Assistenten: Er kann die Buchung jetzt bestätigen.",
         "hold_expired": "Die Reservierung dieser Buchung ist seit {at} (UTC) abgelaufen; sie kann "
         "nicht mehr bezahlt werden. Gehen Sie zu Ihrem Assistenten zurück, um neu zu buchen.",
-        "booking_ended": "Diese Buchung ist {status}; sie kann nicht mehr bezahlt werden.",
+        "booking_ended": "Der Status dieser Buchung ist \u201e{status}\u201c; sie kann nicht mehr "
+        "bezahlt werden.",
         "not_found": "Keine Buchung {booking} in {db}. Nutzt serve dieselbe Datenbank (--db)?",
         "mailbox": "Postfach",
         "empty": "Noch keine Nachrichten.",
