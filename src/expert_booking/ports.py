@@ -104,9 +104,9 @@ def fold_text(text: str) -> str:
     """Text as slot search compares it: close to Unicode's NFKC_Casefold.
 
     NFKC, case-folded, NFKC again, invisible format characters (zero-width space, soft hyphen,
-    bidi marks) removed. Full-width letters (as Chinese input methods type them) match ASCII ones, a decomposed
-    ``ü`` the composed one, ``STRASSE`` ``Straße``. Every engine folds the query and the
-    expert's text with this function.
+    bidi marks) removed. Full-width letters (as Chinese input methods type them) match ASCII
+    ones, a decomposed ``ü`` the composed one, ``STRASSE`` ``Straße``. Every engine folds the
+    query and the expert's text with this function.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     return _INVISIBLE.sub("", folded)

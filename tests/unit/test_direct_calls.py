@@ -9,7 +9,7 @@ import mcp_types
 import pytest
 from mcp.server.context import HandlerResult, ServerRequestContext
 
-from expert_booking.edge.direct_calls import DirectToolCalls
+from expert_booking.edge.direct_calls import CallSource, DirectToolCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ class Recorder:
         self.passed_on = 0
 
     async def serve(
-        self, _ctx: ServerRequestContext[Any], name: str, arguments: Mapping[str, Any]
+        self, _source: CallSource, name: str, arguments: Mapping[str, Any]
     ) -> dict[str, Any]:
         self.served.append((name, arguments))
         return {"content": [], "resultType": "complete", "_meta": {"clientSentAt": "t"}}

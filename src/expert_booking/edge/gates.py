@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -53,6 +53,12 @@ _JSON = "application/json"
 _ACCEPTS_JSON = frozenset({_JSON, "application/*", "*/*"})
 
 
+class DirectEntry(Protocol):
+    """Answers a checked request itself (``True``) or leaves it to the SDK (``False``)."""
+
+    async def __call__(self, scope: Scope, decoded: Any, send: Send) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class GateLimits:
     """What the gate bounds: the body size, and how far the client's clock may be off."""
@@ -98,11 +104,12 @@ class McpRequestGate:
 
     Header values are compared after trimming optional whitespace; when a request carries such
     whitespace (or an upper-case Host/Origin) the scope's headers are rewritten trimmed so the
-    SDK's own checks agree. The validated client time goes to ``scope[SCOPE_CLIENT_SENT_AT]``;
-    the buffered body is replayed to the inner app.
+    SDK's own checks agree. The validated client time goes to ``scope[SCOPE_CLIENT_SENT_AT]``.
+    A request past every check goes to ``direct`` (this server's own calls,
+    ``edge.direct_calls``), else its buffered body is replayed to the inner app.
     """
 
-    __slots__ = ("_app", "_auth", "_hosts", "_limits", "_log", "_origins")
+    __slots__ = ("_app", "_auth", "_direct", "_hosts", "_limits", "_log", "_origins")
 
     def __init__(
         self,
@@ -113,10 +120,12 @@ class McpRequestGate:
         limits: GateLimits,
         refusal_log: RefusalLog,
         auth: BearerAuth | None = None,
+        direct: DirectEntry | None = None,
     ) -> None:
         """Gate every request before ``app``; ``auth`` only in ``AUTH_MODE=oauth``."""
         self._app = app
         self._auth = auth
+        self._direct = direct
         self._hosts = hosts
         self._origins = origins
         self._limits = limits
@@ -162,11 +171,10 @@ class McpRequestGate:
         if refusal is not None:
             await self._refuse(scope, send, refusal, decoded)
             return
-        await self._app(
-            scope,
-            _replay(body, receive),
-            sdk_refusals_logged(send, self._log, scope, rpc_method(decoded)),
-        )
+        logged = sdk_refusals_logged(send, self._log, scope, rpc_method(decoded))
+        if self._direct is not None and await self._direct(scope, decoded, logged):
+            return
+        await self._app(scope, _replay(body, receive), logged)
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, decoded: Any) -> None:
         self._log.refused(

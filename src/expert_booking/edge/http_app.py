@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from expert_booking.edge.allow_lists import HostAllowList, OriginAllowList
 from expert_booking.edge.bearer_gate import BearerAuth
+from expert_booking.edge.direct_calls import DirectHttpCalls, DirectToolCalls
 from expert_booking.edge.gates import GateLimits, McpRequestGate
 from expert_booking.edge.refusals import RefusalLog
 from expert_booking.edge.timestamps import TimestampLayer
@@ -103,6 +104,7 @@ def create_app(
         ),
         auth=auth,
         refusal_log=RefusalLog(per_second=settings.refusal_log_lines_per_second),
+        direct=_direct_entry(mcp_server, session_manager.security_settings),
     )
     return McpRouter(
         mcp=TimestampLayer(gate, clock=clock),
@@ -143,3 +145,19 @@ class McpRouter:
                 await metadata(scope, receive, send)
                 return
         await self._other(scope, receive, send)
+
+
+def _direct_entry(
+    server: Server[Any], security: TransportSecuritySettings | None
+) -> DirectHttpCalls | None:
+    """The gate's entry to the server's own calls, when its only middleware answers them.
+
+    Any other middleware (OpenTelemetry's spans, an input round's boundary) must see every
+    call, so the SDK then serves them all (``edge.direct_calls``).
+    """
+    middleware = server.middleware
+    if len(middleware) != 1 or not isinstance(middleware[0], DirectToolCalls):
+        return None
+    return DirectHttpCalls(
+        middleware[0], security=security, param_headers=server.get_tool_input_schema
+    )

@@ -18,7 +18,7 @@ from expert_booking.domain.errors import BookingError, RateLimitedError
 from expert_booking.edge.admission import CallAdmission
 from expert_booking.edge.catalog import ToolCatalog
 from expert_booking.edge.client_time import skew_ms
-from expert_booking.edge.direct_calls import DirectToolCalls
+from expert_booking.edge.direct_calls import CallSource, DirectToolCalls
 from expert_booking.edge.envelope import build_meta, failure, success, to_call_result
 from expert_booking.edge.mcp_tools import CATALOG_CALL, CATALOG_READ, CATALOG_SEARCH
 from expert_booking.edge.observability import (
@@ -156,20 +156,18 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         return _with_stamps(listed, asgi_scope(ctx))
 
-    async def serve_call(
-        ctx: ServerRequestContext[Any], name: str, args: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    async def serve_call(source: CallSource, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
         if name not in schemas:
             raise _unknown_tool(name)
-        scope = asgi_scope(ctx)
-        client_sent_at, server_received_at = request_times(ctx, scope, clock)
+        scope = source.scope
+        client_sent_at, server_received_at = request_times(source.meta, scope, clock)
         span_id = args.get("requestSpanId")
         trace_id = derive_trace_id(span_id if isinstance(span_id, str) else None)
         with observer.action(
             name,
             trace_id=trace_id,
             caller=request_caller(scope, request_principal(scope), trusted_proxies).log_value(),
-            client=caller_of(ctx.meta),
+            client=caller_of(source.meta),
             client_skew_ms=skew_ms(client_sent_at, server_received_at),
         ) as action:
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
@@ -178,7 +176,7 @@ def build_mcp_server(
                 created_at = result_created_at(scope, server_received_at, clock)
                 envelope = _envelope(outcome, client_sent_at, server_received_at, created_at)
                 return _with_stamps(to_call_result(envelope), scope)
-            admitted = await admission.admit(ctx.params or {}, scope, context)
+            admitted = await admission.admit(source.params or {}, scope, context)
             if isinstance(admitted, RateLimitedError):
                 action.fail(admitted.code)
                 outcome = Outcome(action, admitted)
@@ -202,7 +200,7 @@ def build_mcp_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        return await serve_call(ctx, params.name, params.arguments or {})
+        return await serve_call(CallSource.of(ctx), params.name, params.arguments or {})
 
     server: Server[Any] = Server(
         SERVER_NAME,

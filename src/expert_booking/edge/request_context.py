@@ -27,7 +27,7 @@ def asgi_scope(ctx: ServerRequestContext[Any]) -> Mapping[str, Any]:
 
 
 def request_times(
-    ctx: ServerRequestContext[Any], scope: Mapping[str, Any], clock: Clock
+    meta: Mapping[str, Any] | None, scope: Mapping[str, Any], clock: Clock
 ) -> tuple[str, str]:
     """``clientSentAt`` and ``serverReceivedAt`` of this request.
 
@@ -41,7 +41,7 @@ def request_times(
     """
     sent = _text(scope.get(SCOPE_CLIENT_SENT_AT))
     if sent is None:
-        stamped = (ctx.meta or {}).get(CLIENT_SENT_META)
+        stamped = (meta or {}).get(CLIENT_SENT_META)
         if not isinstance(stamped, str) or not _is_instant(stamped):
             raise MCPError(
                 code=types.INVALID_REQUEST,
