@@ -47,6 +47,7 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 _SEARCH = {"query": "x", "limit": 1}
 _CHINESE = {"query": "预约", "limit": 2}
+_SEARCH_CALL: dict[str, Any] = {"name": "tool_catalog.search", "arguments": _SEARCH}
 _READ = {"uri": "tool://booking.get_booking", "offset": 0, "limit": 3}
 CASES: list[tuple[str, dict[str, Any], bool]] = [
     (
@@ -63,11 +64,10 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("unknown MCP tool", rpc(name="nope", arguments={}), False),
     ("another params member", rpc(name="tool_catalog.search", arguments=_SEARCH, task={}), False),
     ("arguments not an object", rpc(name="tool_catalog.search", arguments=[1]), False),
-    (
-        "a string id",
-        rpc("tools/call", "req-1", name="tool_catalog.search", arguments=_SEARCH),
-        True,
-    ),
+    ("a string id", rpc("tools/call", "id-1", **_SEARCH_CALL), True),
+    ("a lone surrogate id", rpc("tools/call", "\ud800", **_SEARCH_CALL), True),
+    ("a non-ASCII id", rpc("tools/call", "é\u2028", **_SEARCH_CALL), True),
+    ("a big id", rpc("tools/call", 2**70, **_SEARCH_CALL), True),
 ]
 
 

@@ -31,6 +31,17 @@ def compact_text(doc: Any) -> str:
         return _STDLIB_ENCODER.encode(doc)
 
 
+def compact_bytes(doc: Any) -> bytes:
+    """``doc`` as compact UTF-8 JSON: msgspec's bytes, else ``json``'s with non-ASCII escaped.
+
+    The escapes keep a lone surrogate (which UTF-8 cannot carry) writable, as the SDK writes it.
+    """
+    try:
+        return _ENCODER.encode(doc)
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, OverflowError):
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+
 def parse_strict(data: bytes) -> Any:
     """Parse one RFC 8259 JSON value (no ``NaN``, no trailing data, no lone surrogates).
 
