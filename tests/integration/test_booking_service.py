@@ -13,7 +13,7 @@ import inspect
 import logging
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -704,38 +704,35 @@ async def test_one_key_retried_on_two_servers_at_once_replays_one_hold_and_one_c
     engine = request.node.callspec.params["store"]
     async with REPLICAS[engine](store, tmp_path) as other_store:
 
-        def two_servers() -> list[BookingService]:
-            """Services on both stores, each one's first transaction overlapping the other's."""
-            return [
+        async def ten_times_on_two_servers(
+            call: Callable[[BookingService], Awaitable[Booking]],
+        ) -> list[Booking]:
+            """``call`` ten times at once, alternating between the two stores' services (each
+            store's first transaction overlapping the other's)."""
+            servers = [
                 BookingService(store=each, payments=payments, clock=clock, policy=POLICY)
                 for each in overlapping(store, other_store)
             ]
+            answers: list[Booking] = []
 
-        servers = two_servers()
+            async def attempt(index: int) -> None:
+                answers.append(await call(servers[index % 2]))
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as group:
+                    for index in range(10):
+                        group.start_soon(attempt, index)
+            return answers
+
         hold = HoldSlot(slot_id="slot-ai-001", customer=_customer(), idempotency_key=_key())
-        held: list[Booking] = []
-
-        async def hold_on(index: int) -> None:
-            held.append(await servers[index % 2].hold_slot(hold, CONTEXT))
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as group:
-                for index in range(10):
-                    group.start_soon(hold_on, index)
+        held = await ten_times_on_two_servers(lambda server: server.hold_slot(hold, CONTEXT))
         assert {booking.booking_id for booking in held} == {held[0].booking_id}
         booking = held[0]
         payments.script(booking.booking_id, answer(booking, "PAID", paid_at=clock.now()))
         confirm = _confirm(booking, approval(booking, clock.now()))
-        confirmed: list[Booking] = []
-        servers = two_servers()
-
-        async def confirm_on(index: int) -> None:
-            confirmed.append(await servers[index % 2].confirm_booking(confirm, CONTEXT))
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as group:
-                for index in range(10):
-                    group.start_soon(confirm_on, index)
+        confirmed = await ten_times_on_two_servers(
+            lambda server: server.confirm_booking(confirm, CONTEXT)
+        )
         assert {(b.status, b.version) for b in confirmed} == {(BookingStatus.CONFIRMED, 2)}
 
 
