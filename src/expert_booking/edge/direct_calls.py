@@ -12,7 +12,7 @@ Two entries, one call path (``ServeCall``) and one eligibility rule:
   the SDK's table status, the same JSON (msgspec writes non-ASCII as UTF-8 where the SDK
   escapes it: the same value, other bytes). Skipped: the SDK's second parse of the body and
   the per-request objects its generic entry builds (connection, runner, session, context, the
-  result's dump and re-encoding). Measured: a get 2.35M → 1.61M instructions (callgrind).
+  result's dump and re-encoding); NOTES.md has the measurement.
 - **As ``Server.middleware``** (:class:`DirectToolCalls`, for what reaches the SDK: the
   in-process client, and HTTP requests the gate entry declines): ``Server.middleware`` is the
   SDK's public place to answer a request itself ("a middleware that short-circuits without

@@ -173,8 +173,7 @@ def build_mcp_server(
             context = call_context(scope, action.trace_context, client_sent_at, server_received_at)
             if admission is None:
                 outcome = await dispatcher.run(name, args, action, context)
-                created_at = result_created_at(scope, server_received_at, clock)
-                envelope = _envelope(outcome, client_sent_at, server_received_at, created_at)
+                envelope = _envelope(outcome, client_sent_at, server_received_at, scope, clock)
                 return _with_stamps(to_call_result(envelope), scope)
             admitted = await admission.admit(source.params or {}, scope, context)
             if isinstance(admitted, RateLimitedError):
@@ -192,9 +191,14 @@ def build_mcp_server(
                     scope=scope,
                     context=context,
                 )
-            live = admission.live_meta(remaining)
-            created_at = result_created_at(scope, server_received_at, clock)
-            envelope = _envelope(outcome, client_sent_at, server_received_at, created_at, live)
+            envelope = _envelope(
+                outcome,
+                client_sent_at,
+                server_received_at,
+                scope,
+                clock,
+                live=admission.live_meta(remaining),
+            )
         return _with_stamps(to_call_result(envelope), scope)
 
     async def call_tool(
@@ -316,7 +320,9 @@ def _envelope(
     outcome: Outcome,
     client_sent_at: str,
     server_received_at: str,
-    server_result_created_at: str,
+    scope: Mapping[str, Any],
+    clock: Clock,
+    *,
     live: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     action = outcome.action
@@ -326,7 +332,7 @@ def _envelope(
         operation_id=action.operation_id,
         client_sent_at=client_sent_at,
         server_received_at=server_received_at,
-        server_result_created_at=server_result_created_at,
+        server_result_created_at=result_created_at(scope, server_received_at, clock),
         cache=action.cache,
     )
     if live:
