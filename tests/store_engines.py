@@ -12,7 +12,7 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import astuple
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -24,6 +24,7 @@ from tests.memory_store import MemoryBookingStore
 NO_EXTRA: Catalog = ((), ())
 _SQLITE_FILE = "booking.db"
 OVERLAP_SECONDS = 0.3
+SUBMIT_DEADLINE = 10.0
 T = TypeVar("T")
 
 
@@ -104,49 +105,68 @@ REPLICAS: dict[str, Replica] = {
 def overlapping(first: BookingStore, second: BookingStore) -> tuple[BookingStore, BookingStore]:
     """The two stores, their first transactions made to overlap where an engine allows it.
 
-    Each store's first transaction pauses after its first statement until the other store's
-    first transaction has run one too, or ``OVERLAP_SECONDS``: an engine that does not
-    serialize transactions across stores then lets both read before either writes, every time
-    (transactions of microseconds would otherwise almost never meet). On a serializing engine
-    the second cannot start, so the first waits out the pause once.
+    Each store's first transaction, after its first statement, waits for the other store's
+    first transaction to be handed to its store (a signal, ``SUBMIT_DEADLINE`` at most), then
+    for it to run a statement too (a signal, ``OVERLAP_SECONDS`` at most). An engine that does
+    not serialize transactions across stores then lets both read before either writes, every
+    time (transactions of microseconds would otherwise almost never meet); on a serializing
+    engine the other cannot run a statement until this one commits, so only the deadline ends
+    that wait, once per test.
     """
+    submitted = (threading.Event(), threading.Event())
     ran = (threading.Event(), threading.Event())
-    return _Overlapping(first, ran[0], ran[1]), _Overlapping(second, ran[1], ran[0])
+    return (
+        _Overlapping(first, _Side(submitted[0], ran[0], submitted[1], ran[1])),
+        _Overlapping(second, _Side(submitted[1], ran[1], submitted[0], ran[0])),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One store's view of the two first transactions."""
+
+    submitted: threading.Event
+    ran: threading.Event
+    other_submitted: threading.Event
+    other_ran: threading.Event
+
+    def after_first_statement(self) -> None:
+        self.ran.set()
+        self.other_submitted.wait(SUBMIT_DEADLINE)
+        self.other_ran.wait(OVERLAP_SECONDS)
 
 
 class _Overlapping:
-    def __init__(self, store: BookingStore, mine: threading.Event, theirs: threading.Event):
+    def __init__(self, store: BookingStore, side: _Side) -> None:
         self._store = store
-        self._mine = mine
-        self._theirs = theirs
+        self._side = side
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
     async def run(self, work: Callable[[Transaction], T]) -> T:
-        return await self._store.run(lambda tx: work(self._pausing(tx)))
+        side = self._side
+        if side.submitted.is_set():
+            return await self._store.run(work)
+        side.submitted.set()
+        return await self._store.run(lambda tx: work(cast("Transaction", _Pausing(tx, side))))
 
-    def _pausing(self, tx: Transaction) -> Transaction:
-        if self._mine.is_set():
-            return tx
-        return cast("Transaction", _PausingTransaction(tx, self._mine, self._theirs))
 
+class _Pausing:
+    """A transaction whose first statement is followed by ``_Side.after_first_statement``."""
 
-class _PausingTransaction:
-    def __init__(self, tx: Transaction, mine: threading.Event, theirs: threading.Event):
+    def __init__(self, tx: Transaction, side: _Side) -> None:
         self._tx = tx
-        self._mine = mine
-        self._theirs = theirs
+        self._side = side
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._tx, name)
-        if self._mine.is_set():
+        if self._side.ran.is_set():
             return method
 
         def statement(*args: Any, **kwargs: Any) -> Any:
             result = method(*args, **kwargs)
-            self._mine.set()
-            self._theirs.wait(OVERLAP_SECONDS)
+            self._side.after_first_statement()
             return result
 
         return statement

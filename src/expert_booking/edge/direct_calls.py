@@ -9,7 +9,8 @@ Two entries, one call path (``ServeCall``) and one eligibility rule:
   model, a repeated routing header, ``classify_inbound_request`` and its modern version, the
   method's params validation, its DNS-rebinding guard), the call is served, and the JSON-RPC
   response written as the SDK writes it: ``application/json``, status 200 or, for an error,
-  the SDK's table status, the same JSON (msgspec writes non-ASCII as UTF-8 where the SDK
+  the SDK's table status (an ``MCPError`` of the call path; any other failure is mapped by the
+  tool's own ``envelope.guarded``), the same JSON (msgspec writes non-ASCII as UTF-8 where the SDK
   escapes it: the same value, other bytes). Skipped: the SDK's second parse of the body and
   the per-request objects its generic entry builds (connection, runner, session, context, the
   result's dump and re-encoding); NOTES.md has the measurement.
@@ -46,6 +47,7 @@ from typing import Any, Final
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.runner import modern_error_data
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     InboundLadderRejection,
@@ -190,7 +192,7 @@ class DirectHttpCalls:
         source = CallSource(scope, meta if isinstance(meta, dict) else None, params)
         try:
             result = await self._calls.serve(source, name, params.get("arguments") or {})
-        except Exception as exc:  # noqa: BLE001 - mapped as the SDK maps it (never its details)
+        except MCPError as exc:  # the call path's own protocol errors; bugs are mapped inside it
             error = JSONRPCError(jsonrpc="2.0", id=request_id, error=modern_error_data(exc))
             wire = error.model_dump(mode="json", by_alias=True, exclude_none=True)
             status = ERROR_CODE_HTTP_STATUS.get(error.error.code, _OK)
